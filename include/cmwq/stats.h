@@ -1,0 +1,72 @@
+/*
+ * cmwq/stats.h - counters and run-time attributes, for programs and tools.
+ *
+ * Counters mirror the kernel's enum pool_workqueue_stats and are kept per
+ * pool_workqueue, always on. Attributes mirror
+ * /sys/devices/virtual/workqueue/<name>/ of WQ_SYSFS workqueues and the global
+ * files beside them, with the kernel's names, formats and errors.
+ */
+#ifndef CMWQ_STATS_H
+#define CMWQ_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct workqueue_struct;
+
+enum pool_workqueue_stats {
+	PWQ_STAT_STARTED,       /* work items started execution */
+	PWQ_STAT_COMPLETED,     /* work items completed execution */
+	PWQ_STAT_CPU_TIME,      /* total CPU time consumed, in microseconds */
+	PWQ_STAT_CPU_INTENSIVE, /* wq_cpu_intensive_thresh_us violations */
+	PWQ_STAT_CM_WAKEUP,     /* concurrency-management worker wakeups */
+	PWQ_STAT_REPATRIATED,   /* unbound workers brought back into scope */
+	PWQ_STAT_MAYDAY,        /* maydays to rescuer */
+	PWQ_STAT_RESCUED,       /* linked work items executed by rescuer */
+	PWQ_NR_STATS,
+};
+
+/* Sum of the counters over the workqueue's pwqs. Any context. */
+void cmwq_workqueue_stats(struct workqueue_struct *wq, uint64_t stats[PWQ_NR_STATS]);
+
+/*
+ * Attributes of a WQ_SYSFS workqueue by name, as the sysfs files read and
+ * accept them: per_cpu, max_active, and for unbound workqueues cpumask, nice,
+ * affinity_scope, affinity_strict. Global attributes use wq = NULL: cpumask,
+ * cpumask_requested, cpumask_isolated.
+ * get: 0, -ENOENT (no such WQ_SYSFS workqueue or attribute), -ERANGE (buf).
+ * set: 0, -ENOENT, -EACCES (read-only attribute), -EINVAL (bad value; nothing
+ * changed). May sleep.
+ */
+int cmwq_sysfs_get(const char *wq, const char *attr, char *buf, size_t len);
+int cmwq_sysfs_set(const char *wq, const char *attr, const char *value);
+/*
+ * Calls fn for each WQ_SYSFS workqueue name (under a lock: fn must not call
+ * cmwq). Returns the number of names.
+ */
+int cmwq_sysfs_list(void (*fn)(const char *name, void *arg), void *arg);
+
+/* show_all_workqueues() written to `out` instead of stderr. */
+void cmwq_dump(FILE *out);
+
+/*
+ * The control endpoint (docs/control.md): a Unix-domain socket private to the
+ * user, under $XDG_RUNTIME_DIR/cmwq/<pid>.sock (fallback
+ * /tmp/cmwq-<uid>/<pid>.sock). Also started by the parameter cmwq.control=1.
+ * start: 0 or a negative errno; idempotent. stop removes the socket.
+ * path: the socket path while running, else NULL.
+ */
+int cmwq_control_start(void);
+void cmwq_control_stop(void);
+const char *cmwq_control_path(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CMWQ_STATS_H */
