@@ -37,7 +37,8 @@ class work {
 public:
 	explicit work(std::function<void()> fn) : fn_(std::move(fn))
 	{
-		INIT_WORK(&ws_, &work::trampoline);
+		INIT_WORK(&node_.ws, &work::trampoline);
+		node_.owner = this;
 	}
 	work(const work &) = delete;
 	work &operator=(const work &) = delete;
@@ -61,8 +62,13 @@ public:
 	bool enable() noexcept { return enable_work(&ws_); }
 
 private:
-	static void trampoline(work_struct *w) { container_of(w, work, ws_)->fn_(); }
-	work_struct ws_;
+	struct node {
+		work_struct ws;
+		work *owner;
+	};
+	static void trampoline(work_struct *w) { container_of(w, node, ws)->owner->fn_(); }
+	node node_;
+	work_struct &ws_ = node_.ws;
 	std::function<void()> fn_;
 };
 
@@ -72,7 +78,8 @@ class delayed_work {
 public:
 	explicit delayed_work(std::function<void()> fn) : fn_(std::move(fn))
 	{
-		INIT_DELAYED_WORK(&dw_, &delayed_work::trampoline);
+		INIT_DELAYED_WORK(&node_.dw, &delayed_work::trampoline);
+		node_.owner = this;
 	}
 	delayed_work(const delayed_work &) = delete;
 	delayed_work &operator=(const delayed_work &) = delete;
@@ -92,11 +99,16 @@ public:
 	bool enable() noexcept { return enable_delayed_work(&dw_); }
 
 private:
+	struct node {
+		::delayed_work dw;
+		delayed_work *owner;
+	};
 	static void trampoline(work_struct *w)
 	{
-		container_of(to_delayed_work(w), delayed_work, dw_)->fn_();
+		container_of(to_delayed_work(w), node, dw)->owner->fn_();
 	}
-	::delayed_work dw_;
+	node node_;
+	::delayed_work &dw_ = node_.dw;
 	std::function<void()> fn_;
 };
 
@@ -197,8 +209,14 @@ public:
 	}
 
 private:
-	struct state {
+	struct state;
+	struct node {
 		work_struct ws;
+		state *owner;
+	};
+	struct state {
+		node n;
+		work_struct &ws = n.ws;
 		std::function<void()> fn;
 		bool done = false;
 		std::shared_ptr<state> self; // keeps itself alive until it ran
@@ -207,7 +225,7 @@ private:
 	explicit task_handle(std::shared_ptr<state> s) : state_(std::move(s)) {}
 	static void trampoline(work_struct *w)
 	{
-		auto *s = container_of(w, state, ws);
+		auto *s = container_of(w, node, ws)->owner;
 		std::shared_ptr<state> keep = std::move(s->self);
 		s->fn();
 		__atomic_store_n(&s->done, true, __ATOMIC_RELEASE);
@@ -221,6 +239,7 @@ task_handle run(workqueue_struct *wq, F &&fn)
 {
 	auto s = std::make_shared<task_handle::state>();
 	INIT_WORK(&s->ws, &task_handle::trampoline);
+	s->n.owner = s.get();
 	s->fn = std::forward<F>(fn);
 	s->self = s;
 	(void)queue_work(wq, &s->ws);

@@ -70,6 +70,7 @@ struct timer_list {
 	uint64_t expires_ns;     /* T: timer lock */
 	int heap_index;          /* T: -1 when not armed */
 	unsigned int flags;
+	void (*function)(struct timer_list *);
 };
 
 struct delayed_work {
@@ -113,7 +114,7 @@ enum {
 #define __WORK_INITIALIZER(n, f) \
 	{ WORK_STRUCT_NO_POOL, { &(n).entry, &(n).entry }, (f) }
 #define __DELAYED_WORK_INITIALIZER(n, f) \
-	{ __WORK_INITIALIZER((n).work, (f)), { 0, -1, 0 }, NULL, WORK_CPU_UNBOUND }
+	{ __WORK_INITIALIZER((n).work, (f)), { 0, -1, 0, NULL }, NULL, WORK_CPU_UNBOUND }
 
 #define DECLARE_WORK(n, f) struct work_struct n = __WORK_INITIALIZER(n, f)
 #define DECLARE_DELAYED_WORK(n, f) \
@@ -133,6 +134,7 @@ static inline void cmwq_init_delayed_work(struct delayed_work *dw, work_func_t f
 	dw->timer.expires_ns = 0;
 	dw->timer.heap_index = -1;
 	dw->timer.flags = 0;
+	dw->timer.function = NULL;
 	dw->wq = NULL;
 	dw->cpu = WORK_CPU_UNBOUND;
 }

@@ -1,0 +1,359 @@
+// internal.h - the engine's data model: worker_pool, pool_workqueue, worker,
+// workqueue_struct, with the kernel's names and a locking tag on every field.
+//
+// Locking legend (docs/locking.md has the order):
+//   G: g.pool_mutex (wq_pool_mutex)   W: wq->mutex   L: pool->lock
+//   N: nna->lock (nests inside L)      F: wq->flush_mutex
+//   I: immutable after init            K: owning worker thread only
+//   A: atomic                          T: timer lock
+// Pools, and pwqs retired by an attribute change, are never freed while the
+// process runs: lock-free readers of a work item's state word may still hold
+// their address (the kernel protects them with RCU).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <pthread.h>
+#if defined(CMWQ_HAVE_SDT)
+#include <sys/sdt.h>
+#endif
+
+#include <cmwq/introspect.hpp>
+#include <cmwq/linux/workqueue.h>
+#include <cmwq/stats.h>
+#include <cmwq/topology.hpp>
+
+namespace cmwq::detail {
+
+// ---- intrusive lists (struct list_head from the public header) ----------
+
+inline void INIT_LIST_HEAD(list_head *l) { l->next = l->prev = l; }
+inline bool list_empty(const list_head *l) { return l->next == l; }
+inline void list_add_between(list_head *n, list_head *prev, list_head *next)
+{
+	next->prev = n;
+	n->next = next;
+	n->prev = prev;
+	prev->next = n;
+}
+// Insert n before head (at the tail of the list headed by head).
+inline void list_add_tail(list_head *n, list_head *head) { list_add_between(n, head->prev, head); }
+inline void list_add(list_head *n, list_head *head) { list_add_between(n, head, head->next); }
+inline void list_del_init(list_head *e)
+{
+	e->prev->next = e->next;
+	e->next->prev = e->prev;
+	INIT_LIST_HEAD(e);
+}
+inline void list_move_tail(list_head *e, list_head *head)
+{
+	e->prev->next = e->next;
+	e->next->prev = e->prev;
+	list_add_tail(e, head);
+}
+inline work_struct *entry_work(list_head *e) { return container_of(e, work_struct, entry); }
+
+// ---- the state word ------------------------------------------------------
+
+inline unsigned long work_data(const work_struct *w)
+{
+	return __atomic_load_n(&w->data, __ATOMIC_ACQUIRE);
+}
+inline unsigned long offq_depth(unsigned long d)
+{
+	return (d >> WORK_OFFQ_DISABLE_SHIFT) & ((1UL << WORK_OFFQ_DISABLE_BITS) - 1);
+}
+inline unsigned long offq_pool(unsigned long d) { return d >> WORK_OFFQ_POOL_SHIFT; }
+inline unsigned long make_offq(unsigned long pool_id, unsigned long depth, bool bh)
+{
+	return (pool_id << WORK_OFFQ_POOL_SHIFT) | (depth << WORK_OFFQ_DISABLE_SHIFT) |
+	       (bh ? 1UL << WORK_OFFQ_BH_BIT : 0);
+}
+inline int work_color(unsigned long d)
+{
+	return static_cast<int>((d >> WORK_STRUCT_COLOR_SHIFT) & (WORK_NR_COLORS - 1));
+}
+
+// ---- policy ---------------------------------------------------------------
+
+enum worker_flags : unsigned {
+	WORKER_DIE = 1 << 1,
+	WORKER_IDLE = 1 << 2,
+	WORKER_PREP = 1 << 3,
+	WORKER_CPU_INTENSIVE = 1 << 6,
+	WORKER_UNBOUND = 1 << 7,
+	WORKER_NOT_RUNNING = WORKER_PREP | WORKER_CPU_INTENSIVE | WORKER_UNBOUND,
+};
+
+enum pool_flags : unsigned {
+	POOL_BH = 1 << 0,
+	POOL_MANAGER_ACTIVE = 1 << 1,
+	POOL_DISASSOCIATED = 1 << 2,
+};
+
+// The counters the predicates look at, so they are testable without threads.
+struct pool_counts {
+	bool worklist_empty;
+	int nr_running;
+	int nr_idle;
+	int nr_workers;
+	bool manager_active;
+};
+inline bool need_more_worker(const pool_counts &c) { return !c.worklist_empty && c.nr_running == 0; }
+inline bool may_start_working(const pool_counts &c) { return c.nr_idle > 0; }
+inline bool keep_working(const pool_counts &c) { return !c.worklist_empty && c.nr_running <= 1; }
+inline bool need_to_create_worker(const pool_counts &c)
+{
+	return need_more_worker(c) && !may_start_working(c);
+}
+inline constexpr int MAX_IDLE_WORKERS_RATIO = 4;
+inline bool too_many_workers(const pool_counts &c)
+{
+	int idle = c.nr_idle + (c.manager_active ? 1 : 0);
+	int busy = c.nr_workers - idle;
+	return idle > 2 && (idle - 2) * MAX_IDLE_WORKERS_RATIO >= busy;
+}
+
+// ---- objects ---------------------------------------------------------------
+
+struct worker_pool;
+struct pool_workqueue;
+
+struct worker {
+	list_head entry;                 // L: idle_list link
+	worker *hnext = nullptr;         // L: busy hash chain
+	work_struct *current_work = nullptr; // L
+	work_func_t current_func = nullptr;  // L
+	pool_workqueue *current_pwq = nullptr; // L
+	int current_color = 0;           // L
+	uint64_t current_start_ns = 0;   // L
+	uint64_t current_at_cpu_ns = 0;  // K: thread CPU time at start / last wake
+	bool sleeping = false;           // K: blocking hint given
+	int hint_depth = 0;              // K: nesting of cmwq_blocking_begin
+	work_func_t last_func = nullptr; // L
+	list_head scheduled;             // L
+	unsigned flags = 0;              // L
+	worker_pool *pool = nullptr;     // I
+	int id = 0;                      // I
+	pid_t tid = 0;                   // I once started
+	uint64_t last_active_ns = 0;     // L
+	bool kicked = false;             // L: a wakeup is on its way
+	bool rescuer = false;            // I
+	int last_cpu = -1;               // A-ish: CPU seen when it went idle
+	std::atomic<int> wake{0};        // 0 idle, 1 woken, 2 sleeping in futex
+	std::atomic<int> pins{0};        // wakers between pick and wake
+	char desc[32] = {};              // K
+	std::atomic<uint64_t> cpu_time_ns{0}; // sampled by the monitor
+	std::atomic<uint64_t> progress{0};    // A: bumped on every item start
+	bool detected = false;           // L: the monitor found it blocked
+	uint64_t mon_prog = 0;           // M: monitor thread only
+	uint64_t mon_since = 0;          // M
+	pthread_t thread{};              // I once started
+	workqueue_struct *rescue_wq = nullptr; // I: rescuers only
+};
+
+struct worker_pool {
+	std::mutex lock;
+	int id = 0;                      // I
+	int cpu = -1;                    // I: -1 for unbound
+	int node = -1;                   // I
+	unsigned flags = 0;              // L
+	int nice = 0;                    // I
+	bool highpri = false;            // I
+	bool strict = true;              // I
+	std::vector<int> cpus;           // I: allowed CPUs of workers
+	std::vector<int> pod_cpus;       // I
+	std::string key;                 // I: unbound pool identity
+	int refcnt = 0;                  // G: unbound users
+	list_head worklist;              // L
+	int nr_workers = 0;              // L
+	int nr_idle = 0;                 // L
+	// Workers of a bound pool that are runnable and carry no NOT_RUNNING
+	// flag. Zero means the CPU would idle: the next item may start. A
+	// blocking hint (or the monitor's detection) takes a worker out of this
+	// count and puts it back when it runs again.
+	int nr_running = 0;              // L
+	list_head idle_list;             // L: LIFO
+	std::vector<worker *> workers;   // L
+	worker *busy_hash[64] = {};      // L
+	uint64_t last_progress_ns = 0;   // L
+	int next_worker_id = 0;          // L
+	int max_workers = 0;             // I: 0 = unlimited (BH pools: 1)
+	uint64_t create_fail_until_ns = 0; // L: cooldown after a failed creation
+	bool creating = false;           // L
+	timer_list idle_timer{};         // T
+	timer_list mayday_timer{};       // T
+	std::atomic<uint64_t> progress_seq{0}; // A: items started (monitor)
+	std::atomic<bool> watch{false};  // A: the monitor samples this pool
+	bool dying = false;              // G
+	pool_counts counts() const
+	{
+		return {list_empty(&worklist), nr_running, nr_idle, nr_workers,
+			(flags & POOL_MANAGER_ACTIVE) != 0};
+	}
+};
+
+struct wq_node_nr_active {
+	std::mutex lock;                 // N
+	int max = WQ_DFL_MIN_ACTIVE;     // N
+	int nr = 0;                      // N
+	std::vector<pool_workqueue *> pending; // N: FIFO of pwqs waiting for a slot
+};
+
+struct alignas(256) pool_workqueue {
+	worker_pool *pool = nullptr;     // I
+	workqueue_struct *wq = nullptr;  // I
+	int refcnt = 1;                  // L: base ref + one per queued item
+	int nr_in_flight = 0;            // L
+	int nr_active = 0;               // L
+	bool plugged = false;            // L
+	bool on_pending = false;         // N
+	bool released = false;           // L
+	list_head inactive_works;        // L
+	list_head pwqs_node;             // W
+	int slot_node = 0;               // I: index into wq->node_nr_active
+	std::atomic<uint64_t> stats[PWQ_NR_STATS] = {}; // A: relaxed counters
+	bool on_mayday = false;          // G-ish: wq->mayday lock
+};
+
+} // namespace cmwq::detail
+
+struct workqueue_struct {
+	std::mutex mutex;                // W
+	std::string name;                // I
+	unsigned flags = 0;              // W (DRAINING/DESTROYING also read racily)
+	std::atomic<unsigned> aflags{0}; // A: copy of flags for lock-free readers
+	int saved_max_active = 0;        // W
+	int saved_min_active = 0;        // W
+	std::atomic<int> max_active{0};  // A: effective (0 while frozen)
+	int min_active = 0;              // W
+	int nr_drainers = 0;             // W
+	workqueue_attrs unbound_attrs{}; // W: the request
+	std::vector<std::atomic<cmwq::detail::pool_workqueue *>> cpu_pwq; // A: by CPU number
+	cmwq::detail::pool_workqueue *dfl_pwq = nullptr; // W
+	::list_head pwqs;    // W: oldest first
+	std::vector<cmwq::detail::pool_workqueue *> retired; // W: freed at destroy
+	std::vector<cmwq::detail::wq_node_nr_active *> node_nr_active; // I: nodes + 1
+	// Flush colors: items carry the color current when queued; a flusher
+	// advances work_color and waits until every older color drained.
+	std::mutex flush_mutex;          // F
+	std::condition_variable flush_cv; // F
+	std::atomic<int> work_color{0};  // A (written under F)
+	int flush_color = 0;             // F: oldest color not yet drained
+	std::atomic<int> nr_flushers{0}; // A
+	std::atomic<int> inflight[WORK_NR_COLORS] = {}; // A
+	// Rescuer (WQ_MEM_RECLAIM)
+	cmwq::detail::worker *rescuer = nullptr; // I
+	std::mutex mayday_lock;
+	std::vector<cmwq::detail::pool_workqueue *> maydays; // mayday_lock
+	std::atomic<int> busy_refs{0};   // A: deferred actions still to touch it
+	bool sysfs = false;              // I
+	bool destroyed = false;          // G
+};
+
+namespace cmwq::detail {
+
+// Global state; allocated once and never freed, so a program may return from
+// main with workers alive.
+struct globals {
+	std::mutex pool_mutex;                      // G
+	topology topo;                              // G (copied to readers)
+	std::vector<int> usable;                    // G: topo.usable
+	std::vector<int> cpu_index;                 // G: CPU number -> index in usable, -1
+	std::vector<worker_pool *> cpu_pools[2];    // I: by CPU number, normal/highpri
+	std::vector<worker_pool *> bh_pools[2];     // I
+	std::vector<worker_pool *> pools;           // G: by id
+	std::vector<workqueue_struct *> workqueues; // G
+	affinity_scope default_scope = affinity_scope::cache_shard; // G
+	bool freezing = false;                      // G
+	bool real_sysfs = true;                     // I: false with CMWQ_SYSFS_ROOT
+	std::vector<int> real_cpus;                 // I: CPUs this process may pin to
+	cpumask_t usable_mask{};                    // I
+	std::vector<int> requested_unbound;         // G: global cpumask request
+	std::vector<int> unbound_cpus;              // G: effective global unbound mask
+};
+
+// What must happen after pool->lock is dropped: wakeups of picked workers,
+// worker creation, releases, activations on other pools.
+struct deferred {
+	worker *wake[4];
+	int nr_wake = 0;
+	worker_pool *create = nullptr;
+	pool_workqueue *release[2];
+	int nr_release = 0;
+	pool_workqueue *activate[2]; // pwqs of other pools that may take a freed slot
+	int nr_activate = 0;
+	void run();
+};
+
+globals &g();
+void ensure_started();
+void pwq_release(pool_workqueue *pwq);
+bool pwq_activate_first_inactive_pub(pool_workqueue *pwq, deferred &d);
+void check_flush_dependency(workqueue_struct *target, work_struct *target_work);
+void rescuer_start(workqueue_struct *wq);
+void rescuer_stop(workqueue_struct *wq);
+extern thread_local worker *tl_worker;
+
+// Params (params.cpp)
+struct params_t {
+	std::atomic<unsigned> cache_shard_size{8};
+	std::atomic<bool> power_efficient{false};
+	std::atomic<unsigned long> cpu_intensive_thresh_us{10000};
+	std::atomic<unsigned> cpu_intensive_warning_thresh{4};
+	std::atomic<unsigned long> watchdog_thresh{30};
+	std::atomic<bool> debug_force_rr_cpu{false};
+	std::atomic<bool> wake_under_lock{false};
+	std::atomic<long> fail_worker_creation{0};
+	std::atomic<unsigned> idle_spin_ns{0};
+	std::atomic<unsigned> blocked_sample_us{500};
+	std::atomic<unsigned> blocked_window_us{1000};
+	std::atomic<unsigned> idle_timeout_s{300};
+	std::atomic<bool> control{false};
+};
+params_t &params();
+void params_load_env();
+
+// Engine entry points used by params/sysfs/introspection.
+int set_default_scope(affinity_scope s);
+int set_cache_shard_size(unsigned size);
+int wq_sysfs_get(workqueue_struct *wq, const std::string &attr, std::string &out);
+uint64_t now_ns();
+uint64_t thread_cpu_ns(pid_t tid);
+void warn_once_msg(const std::string &key, const std::string &msg);
+std::string func_name(work_func_t f);
+
+// Timers (timer.cpp): one thread, a heap on CLOCK_MONOTONIC.
+void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *));
+// true if the timer was armed and is now removed (ownership moves to the caller).
+bool timer_delete(timer_list *t);
+void timer_start_thread();
+
+// Monitor (monitor.cpp): blocked-worker detection, hogs, watchdog.
+void monitor_start();
+bool kick_pool_pub(worker_pool *pool, deferred &d);
+void worker_set_flags_pub(worker *w, unsigned f);
+void watchdog_touch(int cpu);
+// A per-CPU pool holds items back behind running workers: sample it.
+void monitor_watch(worker_pool *pool);
+void mayday_arm(worker_pool *pool);
+void worker_sleeping(worker *w, bool from_monitor);
+void worker_running(worker *w);
+void process_rescue(worker *rescuer, pool_workqueue *pwq);
+void hog_account(worker *w, pool_workqueue *pwq, uint64_t cpu_ns, bool flagged);
+
+// USDT
+#if defined(CMWQ_HAVE_SDT)
+#define CMWQ_PROBE2(n, a, b) DTRACE_PROBE2(workqueue, n, a, b)
+#define CMWQ_PROBE5(n, a, b, c, d, e) DTRACE_PROBE5(workqueue, n, a, b, c, d, e)
+#else
+#define CMWQ_PROBE2(n, a, b) do { } while (0)
+#define CMWQ_PROBE5(n, a, b, c, d, e) do { } while (0)
+#endif
+
+} // namespace cmwq::detail

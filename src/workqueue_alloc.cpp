@@ -1,0 +1,891 @@
+// workqueue_alloc.cpp - start-up, pools and pool_workqueues, creating,
+// configuring and destroying workqueues, max_active, the freezer.
+//
+// The library starts itself when it is loaded (topology, per-CPU pools and
+// the system workqueues; no thread yet) so system_wq and friends are valid
+// before main. Workers are created on first use of a pool rather than up
+// front, which keeps a 176-CPU snapshot cheap on a small machine.
+#include "internal.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+extern "C" {
+workqueue_struct *system_wq;
+workqueue_struct *system_percpu_wq;
+workqueue_struct *system_highpri_wq;
+workqueue_struct *system_long_wq;
+workqueue_struct *system_unbound_wq;
+workqueue_struct *system_dfl_wq;
+workqueue_struct *system_dfl_long_wq;
+workqueue_struct *system_freezable_wq;
+workqueue_struct *system_power_efficient_wq;
+workqueue_struct *system_freezable_power_efficient_wq;
+workqueue_struct *system_bh_wq;
+workqueue_struct *system_bh_highpri_wq;
+}
+
+namespace cmwq::detail {
+
+bool pwq_busy(pool_workqueue *pwq);
+void flush_workqueue_impl(workqueue_struct *wq);
+void rescuer_start(workqueue_struct *wq);
+void rescuer_stop(workqueue_struct *wq);
+
+globals &g()
+{
+	static globals *gl = new globals; // never freed: workers may outlive main
+	return *gl;
+}
+
+static worker_pool *new_pool()
+{
+	auto &gl = g();
+	auto *p = new worker_pool;
+	INIT_LIST_HEAD(&p->worklist);
+	INIT_LIST_HEAD(&p->idle_list);
+	p->idle_timer.heap_index = -1;
+	p->mayday_timer.heap_index = -1;
+	p->id = static_cast<int>(gl.pools.size());
+	if (gl.pools.size() == gl.pools.capacity()) {
+		fprintf(stderr, "cmwq: too many worker pools (%zu); refusing to create more\n", gl.pools.size());
+		delete p;
+		return nullptr;
+	}
+	gl.pools.push_back(p);
+	return p;
+}
+
+static std::vector<int> affinity_cpus()
+{
+	std::vector<int> out;
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &set))
+				out.push_back(c);
+	return out;
+}
+
+static void build_cpu_index(globals &gl)
+{
+	gl.usable = gl.topo.usable;
+	gl.cpu_index.assign(static_cast<size_t>(gl.topo.max_cpu() + 1), -1);
+	cpumask_clear(&gl.usable_mask);
+	for (size_t i = 0; i < gl.usable.size(); i++) {
+		gl.cpu_index[static_cast<size_t>(gl.usable[i])] = static_cast<int>(i);
+		cpumask_set_cpu(static_cast<unsigned>(gl.usable[i]), &gl.usable_mask);
+	}
+}
+
+static topology read_topology(unsigned shard)
+{
+	auto &gl = g();
+	const char *root = getenv("CMWQ_SYSFS_ROOT");
+	topology t;
+	if (root && *root) {
+		gl.real_sysfs = false;
+		t = build_topology(root, nullptr, shard);
+	} else {
+		t = build_topology("/sys", &gl.real_cpus, shard);
+	}
+	if (t.usable.empty()) {
+		// Nothing readable: every CPU we may run on, one pod per scope level.
+		topology f = build_topology("/nonexistent", &gl.real_cpus, shard);
+		if (!f.usable.empty())
+			t = f;
+	}
+	return t;
+}
+
+static void init_percpu_pools(globals &gl)
+{
+	size_t n = static_cast<size_t>(gl.topo.max_cpu() + 1);
+	for (int hi = 0; hi < 2; hi++) {
+		gl.cpu_pools[hi].assign(n, nullptr);
+		gl.bh_pools[hi].assign(n, nullptr);
+	}
+	for (int cpu : gl.usable) {
+		for (int bh = 0; bh < 2; bh++)
+			for (int hi = 0; hi < 2; hi++) {
+				worker_pool *p = new_pool();
+				p->cpu = cpu;
+				p->node = gl.topo.cpu_node[static_cast<size_t>(cpu)];
+				p->highpri = hi;
+				p->nice = hi ? -20 : 0;
+				p->cpus = {cpu};
+				p->pod_cpus = {cpu};
+				p->strict = true;
+				if (bh) {
+					p->flags |= POOL_BH;
+					p->max_workers = 1;
+					gl.bh_pools[hi][static_cast<size_t>(cpu)] = p;
+				} else {
+					gl.cpu_pools[hi][static_cast<size_t>(cpu)] = p;
+				}
+			}
+	}
+}
+
+static void create_system_workqueues()
+{
+	system_percpu_wq = alloc_workqueue("events", WQ_PERCPU, 0);
+	system_wq = alloc_workqueue("events", WQ_PERCPU | __WQ_DEPRECATED, 0);
+	system_highpri_wq = alloc_workqueue("events_highpri", WQ_HIGHPRI | WQ_PERCPU, 0);
+	system_long_wq = alloc_workqueue("events_long", WQ_PERCPU, 0);
+	system_dfl_wq = alloc_workqueue("events_unbound", WQ_UNBOUND, WQ_MAX_ACTIVE);
+	system_unbound_wq = alloc_workqueue("events_unbound", WQ_UNBOUND | __WQ_DEPRECATED, WQ_MAX_ACTIVE);
+	system_dfl_long_wq = alloc_workqueue("events_dfl_long", WQ_UNBOUND, WQ_MAX_ACTIVE);
+	system_freezable_wq = alloc_workqueue("events_freezable", WQ_FREEZABLE | WQ_PERCPU, 0);
+	system_power_efficient_wq = alloc_workqueue("events_power_efficient", WQ_POWER_EFFICIENT | WQ_PERCPU, 0);
+	system_freezable_power_efficient_wq = alloc_workqueue(
+		"events_freezable_pwr_efficient", WQ_FREEZABLE | WQ_POWER_EFFICIENT | WQ_PERCPU, 0);
+	system_bh_wq = alloc_workqueue("events_bh", WQ_BH | WQ_PERCPU, 0);
+	system_bh_highpri_wq = alloc_workqueue("events_bh_highpri", WQ_BH | WQ_HIGHPRI | WQ_PERCPU, 0);
+}
+
+static std::once_flag start_once;
+static bool started = false;
+
+void ensure_started()
+{
+	if (__atomic_load_n(&started, __ATOMIC_ACQUIRE))
+		return;
+	std::call_once(start_once, [] {
+		auto &gl = g();
+		gl.pools.reserve(1 << 14);
+		params_load_env();
+		gl.real_cpus = affinity_cpus();
+		gl.topo = read_topology(params().cache_shard_size.load());
+		for (auto &w : gl.topo.warnings)
+			fprintf(stderr, "cmwq: %s\n", w.c_str());
+		build_cpu_index(gl);
+		gl.unbound_cpus = gl.usable;
+		gl.requested_unbound = gl.usable;
+		init_percpu_pools(gl);
+		__atomic_store_n(&started, true, __ATOMIC_RELEASE);
+		create_system_workqueues();
+		monitor_start();
+		if (params().control.load())
+			cmwq_control_start();
+	});
+}
+
+__attribute__((constructor)) static void cmwq_autostart() { ensure_started(); }
+
+// ---- unbound pools -----------------------------------------------------------
+
+static std::map<std::string, worker_pool *> &unbound_pool_hash()
+{
+	static auto *m = new std::map<std::string, worker_pool *>; // G
+	return *m;
+}
+
+static std::string pool_key(int nice, bool strict, const std::vector<int> &pod, const std::vector<int> &mask)
+{
+	return std::to_string(nice) + (strict ? "S" : "N") + format_cpulist(pod) + "/" +
+	       (strict ? std::string() : format_cpulist(mask));
+}
+
+static int node_of(const std::vector<int> &cpus)
+{
+	auto &gl = g();
+	int node = -2;
+	for (int c : cpus) {
+		int n = gl.topo.cpu_node[static_cast<size_t>(c)];
+		if (node == -2)
+			node = n;
+		else if (node != n)
+			return -1;
+	}
+	return node < 0 ? -1 : node;
+}
+
+// Called with G held.
+static worker_pool *get_unbound_pool(int nice, bool strict, const std::vector<int> &pod,
+				     const std::vector<int> &mask)
+{
+	auto &h = unbound_pool_hash();
+	std::string key = pool_key(nice, strict, pod, mask);
+	auto it = h.find(key);
+	if (it != h.end()) {
+		it->second->refcnt++;
+		return it->second;
+	}
+	worker_pool *p = new_pool();
+	if (!p)
+		return nullptr;
+	p->cpu = -1;
+	p->nice = nice;
+	p->highpri = nice < 0;
+	p->strict = strict;
+	p->pod_cpus = pod;
+	p->cpus = strict ? pod : mask;
+	p->node = node_of(pod);
+	p->key = key;
+	p->flags |= POOL_DISASSOCIATED;
+	p->refcnt = 1;
+	h[key] = p;
+	return p;
+}
+
+// Called without locks. A pool nobody uses keeps its struct (see internal.h)
+// and loses its idle workers.
+static void put_unbound_pool(worker_pool *pool)
+{
+	std::vector<worker *> dying;
+	{
+		std::lock_guard gk(g().pool_mutex);
+		if (--pool->refcnt > 0)
+			return;
+		std::lock_guard lk(pool->lock);
+		while (!list_empty(&pool->idle_list)) {
+			worker *w = container_of(pool->idle_list.prev, worker, entry);
+			if (w->kicked)
+				break;
+			w->flags &= ~WORKER_IDLE;
+			pool->nr_idle--;
+			list_del_init(&w->entry);
+			w->flags |= WORKER_DIE;
+			pool->nr_workers--;
+			w->pins.fetch_add(1);
+			dying.push_back(w);
+		}
+	}
+	for (worker *w : dying) {
+		if (w->wake.exchange(1) == 2)
+			syscall(SYS_futex, reinterpret_cast<int *>(&w->wake), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+		w->pins.fetch_sub(1);
+	}
+}
+
+// ---- pwqs ---------------------------------------------------------------------
+
+static pool_workqueue *new_pwq(workqueue_struct *wq, worker_pool *pool)
+{
+	auto *pwq = new pool_workqueue;
+	pwq->wq = wq;
+	pwq->pool = pool;
+	INIT_LIST_HEAD(&pwq->inactive_works);
+	INIT_LIST_HEAD(&pwq->pwqs_node);
+	if (wq->flags & WQ_UNBOUND)
+		pwq->slot_node = pool->node >= 0 ? pool->node : g().topo.nr_nodes;
+	return pwq;
+}
+
+// Last reference gone (deferred, no locks held). Ordered workqueues unplug
+// the successor here, which keeps FIFO across an attribute change.
+static void pwq_release_impl(pool_workqueue *pwq)
+{
+	workqueue_struct *wq = pwq->wq;
+	worker_pool *pool = pwq->pool;
+	{
+		std::lock_guard wk(wq->mutex);
+		list_del_init(&pwq->pwqs_node);
+		if (wq->flags & WQ_UNBOUND) {
+			wq_node_nr_active *nna = wq->node_nr_active[static_cast<size_t>(pwq->slot_node)];
+			std::lock_guard nl(nna->lock);
+			auto it = std::find(nna->pending.begin(), nna->pending.end(), pwq);
+			if (it != nna->pending.end())
+				nna->pending.erase(it);
+			pwq->on_pending = false;
+		}
+		wq->retired.push_back(pwq);
+		if ((wq->flags & __WQ_ORDERED) && !list_empty(&wq->pwqs)) {
+			auto *next = container_of(wq->pwqs.next, pool_workqueue, pwqs_node);
+			deferred d;
+			{
+				std::lock_guard lk(next->pool->lock);
+				if (next->plugged) {
+					next->plugged = false;
+					extern bool pwq_activate_first_inactive_pub(pool_workqueue *, deferred &);
+					pwq_activate_first_inactive_pub(next, d);
+				}
+			}
+			d.run();
+		}
+	}
+	if (wq->flags & WQ_UNBOUND)
+		put_unbound_pool(pool);
+}
+
+void pwq_release(pool_workqueue *pwq) { pwq_release_impl(pwq); }
+
+// Drop a base reference. Returns the pwq if it must be released.
+static pool_workqueue *put_base_ref(pool_workqueue *pwq)
+{
+	std::lock_guard lk(pwq->pool->lock);
+	if (--pwq->refcnt)
+		return nullptr;
+	pwq->released = true;
+	return pwq;
+}
+
+static std::vector<int> intersect(const std::vector<int> &a, const std::vector<int> &b)
+{
+	std::vector<int> out;
+	std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+	return out;
+}
+
+static std::vector<int> mask_to_vec(const cpumask *m)
+{
+	std::vector<int> out;
+	for (int c : g().usable)
+		if (cpumask_test_cpu(c, m))
+			out.push_back(c);
+	return out;
+}
+
+static affinity_scope effective_scope(const workqueue_attrs &a)
+{
+	if (a.affn_scope == WQ_AFFN_DFL)
+		return g().default_scope;
+	return static_cast<affinity_scope>(a.affn_scope);
+}
+
+struct pwq_plan {
+	std::vector<pool_workqueue *> slot; // by CPU number
+	pool_workqueue *dfl = nullptr;
+	std::vector<int> effective;
+};
+
+// Build the pwqs for attrs (G held). Nothing is installed yet.
+static int plan_unbound_pwqs(workqueue_struct *wq, const workqueue_attrs &attrs, pwq_plan &plan)
+{
+	auto &gl = g();
+	std::vector<int> eff = intersect(mask_to_vec(attrs.cpumask), gl.unbound_cpus);
+	if (eff.empty())
+		eff = gl.unbound_cpus;
+	plan.effective = eff;
+	bool strict = attrs.affn_strict;
+	bool ordered = wq->flags & __WQ_ORDERED;
+	worker_pool *dpool = get_unbound_pool(attrs.nice, strict, eff, eff);
+	if (!dpool)
+		return -ENOMEM;
+	plan.dfl = new_pwq(wq, dpool);
+	plan.slot.assign(wq->cpu_pwq.size(), nullptr);
+	const pod_type &pt = gl.topo.scope(effective_scope(attrs));
+	for (int cpu : gl.usable) {
+		if (ordered) {
+			plan.slot[static_cast<size_t>(cpu)] = plan.dfl;
+			continue;
+		}
+		std::vector<int> pod = intersect(pt.pod_cpus[static_cast<size_t>(pt.cpu_pod[static_cast<size_t>(cpu)])], eff);
+		if (pod.empty())
+			pod = eff;
+		worker_pool *p = get_unbound_pool(attrs.nice, strict, pod, eff);
+		if (!p)
+			return -ENOMEM;
+		plan.slot[static_cast<size_t>(cpu)] = new_pwq(wq, p);
+	}
+	return 0;
+}
+
+static void wq_update_node_max_active(workqueue_struct *wq, const std::vector<int> &eff);
+
+// Install a plan (G and W held). Returns pwqs to release after unlocking.
+static std::vector<pool_workqueue *> commit_unbound_pwqs(workqueue_struct *wq, pwq_plan &plan)
+{
+	std::vector<pool_workqueue *> old;
+	bool ordered = wq->flags & __WQ_ORDERED;
+	pool_workqueue *old_dfl = wq->dfl_pwq;
+	if (ordered && old_dfl)
+		plan.dfl->plugged = true;
+	// Each installed slot holds one base reference.
+	int extra_refs = 0;
+	for (int cpu : g().usable) {
+		pool_workqueue *n = plan.slot[static_cast<size_t>(cpu)];
+		pool_workqueue *o = wq->cpu_pwq[static_cast<size_t>(cpu)].exchange(n, std::memory_order_acq_rel);
+		if (n != plan.dfl)
+			list_add_tail(&n->pwqs_node, &wq->pwqs);
+		else
+			extra_refs++;
+		if (o && o != old_dfl)
+			old.push_back(o);
+	}
+	plan.dfl->refcnt += extra_refs;
+	list_add_tail(&plan.dfl->pwqs_node, &wq->pwqs);
+	wq->dfl_pwq = plan.dfl;
+	if (old_dfl) {
+		int refs = ordered ? static_cast<int>(g().usable.size()) + 1 : 1;
+		for (int i = 0; i < refs; i++)
+			old.push_back(old_dfl);
+	}
+	wq_update_node_max_active(wq, plan.effective);
+	std::vector<pool_workqueue *> release;
+	for (auto *o : old)
+		if (auto *r = put_base_ref(o))
+			release.push_back(r);
+	return release;
+}
+
+static std::vector<int> wq_effective_mask(workqueue_struct *wq)
+{
+	return wq->dfl_pwq ? wq->dfl_pwq->pool->pod_cpus : g().unbound_cpus;
+}
+
+// Node shares of max_active (spec 4.6), W held.
+static void wq_update_node_max_active(workqueue_struct *wq, const std::vector<int> &eff)
+{
+	if (!(wq->flags & WQ_UNBOUND))
+		return;
+	auto &gl = g();
+	int max = wq->max_active.load();
+	int min = wq->min_active;
+	int total = static_cast<int>(eff.size());
+	int nr_nodes = gl.topo.nr_nodes;
+	for (int n = 0; n < nr_nodes; n++) {
+		int cnt = 0;
+		for (int c : eff)
+			if (gl.topo.cpu_node[static_cast<size_t>(c)] == n)
+				cnt++;
+		int share = total ? (max * cnt + total - 1) / total : min;
+		share = std::clamp(share, min, std::max(min, max));
+		std::lock_guard nl(wq->node_nr_active[static_cast<size_t>(n)]->lock);
+		wq->node_nr_active[static_cast<size_t>(n)]->max = share;
+	}
+	std::lock_guard nl(wq->node_nr_active[static_cast<size_t>(nr_nodes)]->lock);
+	wq->node_nr_active[static_cast<size_t>(nr_nodes)]->max = max;
+}
+
+bool pwq_activate_first_inactive_pub(pool_workqueue *pwq, deferred &d);
+
+// Publish max/min (W held) and activate what the new limits allow.
+static void wq_adjust_max_active(workqueue_struct *wq)
+{
+	bool frozen = g().freezing && (wq->flags & WQ_FREEZABLE);
+	wq->max_active.store(frozen ? 0 : wq->saved_max_active);
+	wq->min_active = frozen ? 0 : wq->saved_min_active;
+	wq_update_node_max_active(wq, wq_effective_mask(wq));
+	bool activated;
+	do {
+		activated = false;
+		for (list_head *e = wq->pwqs.next; e != &wq->pwqs; e = e->next) {
+			auto *pwq = container_of(e, pool_workqueue, pwqs_node);
+			deferred d;
+			{
+				std::lock_guard lk(pwq->pool->lock);
+				if (pwq_activate_first_inactive_pub(pwq, d))
+					activated = true;
+			}
+			d.run();
+		}
+	} while (activated);
+}
+
+static int clamp_max_active(int max_active, const std::string &name)
+{
+	if (max_active < 1 || max_active > WQ_MAX_ACTIVE) {
+		fprintf(stderr,
+			"workqueue: max_active %d requested for %s is out of range, clamping between %d and %d\n",
+			max_active, name.c_str(), 1, WQ_MAX_ACTIVE);
+		return std::clamp(max_active, 1, static_cast<int>(WQ_MAX_ACTIVE));
+	}
+	return max_active;
+}
+
+} // namespace cmwq::detail
+
+using namespace cmwq::detail;
+
+extern "C" {
+
+const struct cpumask *cmwq_usable_cpumask(void)
+{
+	ensure_started();
+	return &g().usable_mask;
+}
+
+int cmwq_num_online_cpus(void)
+{
+	ensure_started();
+	return static_cast<int>(g().usable.size());
+}
+
+void cmwq_init(void) { ensure_started(); }
+
+static const unsigned known_flags = WQ_BH | WQ_UNBOUND | WQ_FREEZABLE | WQ_MEM_RECLAIM | WQ_HIGHPRI |
+				    WQ_CPU_INTENSIVE | WQ_SYSFS | WQ_POWER_EFFICIENT | WQ_PERCPU |
+				    __WQ_ORDERED | __WQ_LEGACY | __WQ_DEPRECATED;
+
+struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags, int max_active, ...)
+{
+	ensure_started();
+	auto &gl = g();
+	char name[WQ_NAME_LEN];
+	char full[256];
+	va_list ap;
+	va_start(ap, max_active);
+	vsnprintf(full, sizeof(full), fmt, ap);
+	va_end(ap);
+	memcpy(name, full, WQ_NAME_LEN - 1);
+	name[WQ_NAME_LEN - 1] = 0;
+	if (strlen(full) >= WQ_NAME_LEN)
+		warn_once_msg("name-trunc", std::string("workqueue: name exceeds WQ_NAME_LEN. Truncating to: ") + name);
+
+	if (flags & ~known_flags) {
+		fprintf(stderr,
+			"workqueue: %s: unknown flags 0x%x; accepted: WQ_BH, WQ_UNBOUND, WQ_FREEZABLE, "
+			"WQ_MEM_RECLAIM, WQ_HIGHPRI, WQ_CPU_INTENSIVE, WQ_SYSFS, WQ_POWER_EFFICIENT, WQ_PERCPU\n",
+			name, flags & ~known_flags);
+		return nullptr;
+	}
+	if (flags & WQ_BH) {
+		if (flags & ~(__WQ_BH_ALLOWS | __WQ_DEPRECATED)) {
+			fprintf(stderr,
+				"workqueue: %s: WQ_BH accepts only WQ_HIGHPRI and WQ_PERCPU besides it (got flags 0x%x)\n",
+				name, flags);
+			return nullptr;
+		}
+		if (max_active) {
+			fprintf(stderr, "workqueue: %s: WQ_BH workqueues take max_active 0 (got %d)\n", name,
+				max_active);
+			return nullptr;
+		}
+	}
+	if ((flags & WQ_POWER_EFFICIENT) && params().power_efficient.load()) {
+		flags &= ~WQ_PERCPU;
+		flags |= WQ_UNBOUND;
+	}
+	if (!(flags & (WQ_UNBOUND | WQ_PERCPU))) {
+		warn_once_msg("neither", std::string("workqueue: ") + name +
+						 " is using neither WQ_PERCPU or WQ_UNBOUND. Setting WQ_PERCPU.");
+		flags |= WQ_PERCPU;
+	} else if ((flags & WQ_UNBOUND) && (flags & WQ_PERCPU)) {
+		warn_once_msg("both", std::string("workqueue: ") + name +
+					      " uses both WQ_PERCPU and WQ_UNBOUND. Dropped WQ_PERCPU, keeping WQ_UNBOUND.");
+		flags &= ~WQ_PERCPU;
+	}
+	if (flags & WQ_BH)
+		max_active = INT_MAX;
+	else {
+		if (!max_active)
+			max_active = WQ_DFL_ACTIVE;
+		max_active = clamp_max_active(max_active, name);
+	}
+
+	auto *wq = new workqueue_struct;
+	wq->name = name;
+	wq->flags = flags;
+	wq->aflags.store(flags);
+	wq->saved_max_active = max_active;
+	wq->saved_min_active = std::min(max_active, static_cast<int>(WQ_DFL_MIN_ACTIVE));
+	wq->min_active = wq->saved_min_active;
+	wq->max_active.store(max_active);
+	INIT_LIST_HEAD(&wq->pwqs);
+	wq->cpu_pwq = std::vector<std::atomic<pool_workqueue *>>(static_cast<size_t>(gl.topo.max_cpu() + 1));
+	bool hi = flags & WQ_HIGHPRI;
+
+	std::vector<pool_workqueue *> release;
+	{
+		std::lock_guard gk(gl.pool_mutex);
+		if ((flags & WQ_SYSFS))
+			for (auto *o : gl.workqueues)
+				if (o->sysfs && o->name == wq->name) {
+					fprintf(stderr, "workqueue: %s: a WQ_SYSFS workqueue of that name exists\n", name);
+					delete wq;
+					return nullptr;
+				}
+		std::lock_guard wk(wq->mutex);
+		if (flags & WQ_UNBOUND) {
+			for (int n = 0; n <= gl.topo.nr_nodes; n++)
+				wq->node_nr_active.push_back(new wq_node_nr_active);
+			workqueue_attrs &a = wq->unbound_attrs;
+			a.nice = hi ? -20 : 0;
+			cpumask_clear(a.cpumask);
+			for (int c : gl.usable)
+				cpumask_set_cpu(static_cast<unsigned>(c), a.cpumask);
+			a.affn_scope = WQ_AFFN_DFL;
+			a.affn_strict = false;
+			a.ordered = flags & __WQ_ORDERED;
+			pwq_plan plan;
+			if (plan_unbound_pwqs(wq, a, plan)) {
+				delete wq;
+				return nullptr;
+			}
+			release = commit_unbound_pwqs(wq, plan);
+		} else {
+			auto &pools = (flags & WQ_BH) ? gl.bh_pools[hi] : gl.cpu_pools[hi];
+			for (int cpu : gl.usable) {
+				auto *pwq = new_pwq(wq, pools[static_cast<size_t>(cpu)]);
+				wq->cpu_pwq[static_cast<size_t>(cpu)].store(pwq);
+				list_add_tail(&pwq->pwqs_node, &wq->pwqs);
+			}
+		}
+		wq_adjust_max_active(wq);
+		wq->sysfs = flags & WQ_SYSFS;
+		gl.workqueues.push_back(wq);
+	}
+	for (auto *p : release)
+		pwq_release(p);
+	if (flags & WQ_MEM_RECLAIM)
+		rescuer_start(wq);
+	return wq;
+}
+
+void destroy_workqueue(struct workqueue_struct *wq)
+{
+	auto &gl = g();
+	{
+		std::lock_guard gk(gl.pool_mutex);
+		wq->sysfs = false;
+	}
+	{
+		std::lock_guard wk(wq->mutex);
+		wq->flags |= __WQ_DESTROYING;
+		wq->aflags.store(wq->flags);
+	}
+	drain_workqueue(wq);
+	rescuer_stop(wq);
+	bool busy = false;
+	{
+		std::lock_guard wk(wq->mutex);
+		for (list_head *e = wq->pwqs.next; e != &wq->pwqs; e = e->next) {
+			auto *pwq = container_of(e, pool_workqueue, pwqs_node);
+			std::lock_guard lk(pwq->pool->lock);
+			if (pwq->nr_in_flight || pwq->nr_active || !list_empty(&pwq->inactive_works))
+				busy = true;
+		}
+	}
+	if (busy) {
+		fprintf(stderr, "destroy_workqueue: %s has the following busy pwq\n", wq->name.c_str());
+		show_one_workqueue(wq);
+		return;
+	}
+	{
+		std::lock_guard gk(gl.pool_mutex);
+		auto &v = gl.workqueues;
+		v.erase(std::find(v.begin(), v.end(), wq));
+	}
+	// Wait for deferred actions that still hold the workqueue.
+	while (wq->busy_refs.load(std::memory_order_acquire))
+		sched_yield();
+	std::vector<pool_workqueue *> all;
+	{
+		std::lock_guard wk(wq->mutex);
+		for (list_head *e = wq->pwqs.next; e != &wq->pwqs; e = e->next)
+			all.push_back(container_of(e, pool_workqueue, pwqs_node));
+		INIT_LIST_HEAD(&wq->pwqs);
+	}
+	for (auto *pwq : all) {
+		// Take the pool lock once so no worker is still inside a section
+		// that touches this pwq.
+		{ std::lock_guard lk(pwq->pool->lock); }
+		if (wq->flags & WQ_UNBOUND)
+			put_unbound_pool(pwq->pool);
+		delete pwq;
+	}
+	for (auto *pwq : wq->retired)
+		delete pwq;
+	for (auto *nna : wq->node_nr_active)
+		delete nna;
+	{ std::lock_guard fk(wq->flush_mutex); }
+	delete wq;
+}
+
+void workqueue_set_max_active(struct workqueue_struct *wq, int max_active)
+{
+	if (wq->flags & (WQ_BH | __WQ_ORDERED)) {
+		fprintf(stderr, "workqueue: %s: max_active of %s workqueues cannot be changed\n", wq->name.c_str(),
+			(wq->flags & WQ_BH) ? "BH" : "ordered");
+		return;
+	}
+	max_active = clamp_max_active(max_active, wq->name);
+	std::lock_guard gk(g().pool_mutex);
+	std::lock_guard wk(wq->mutex);
+	wq->saved_max_active = max_active;
+	if (wq->flags & WQ_UNBOUND)
+		wq->saved_min_active = std::min(wq->saved_min_active, max_active);
+	wq_adjust_max_active(wq);
+}
+
+void workqueue_set_min_active(struct workqueue_struct *wq, int min_active)
+{
+	if ((wq->flags & (WQ_BH | __WQ_ORDERED)) || !(wq->flags & WQ_UNBOUND)) {
+		fprintf(stderr, "workqueue: %s: min_active applies to unbound, non-ordered workqueues only\n",
+			wq->name.c_str());
+		return;
+	}
+	std::lock_guard gk(g().pool_mutex);
+	std::lock_guard wk(wq->mutex);
+	wq->saved_min_active = std::clamp(min_active, 0, wq->saved_max_active);
+	wq_adjust_max_active(wq);
+}
+
+bool workqueue_congested(int cpu, struct workqueue_struct *wq)
+{
+	if (cpu == WORK_CPU_UNBOUND || cpu < 0 || cpu >= static_cast<int>(wq->cpu_pwq.size()) ||
+	    !wq->cpu_pwq[static_cast<size_t>(cpu)].load()) {
+		cpu = sched_getcpu();
+		if (cpu < 0 || cpu >= static_cast<int>(wq->cpu_pwq.size()) || !wq->cpu_pwq[static_cast<size_t>(cpu)].load())
+			cpu = g().usable.front();
+	}
+	pool_workqueue *pwq = wq->cpu_pwq[static_cast<size_t>(cpu)].load();
+	std::lock_guard lk(pwq->pool->lock);
+	return !list_empty(&pwq->inactive_works);
+}
+
+struct workqueue_attrs *alloc_workqueue_attrs(void)
+{
+	ensure_started();
+	auto *a = new workqueue_attrs{};
+	a->nice = 0;
+	cpumask_clear(a->cpumask);
+	for (int c : g().usable)
+		cpumask_set_cpu(static_cast<unsigned>(c), a->cpumask);
+	a->affn_scope = WQ_AFFN_DFL;
+	a->affn_strict = false;
+	a->ordered = false;
+	return a;
+}
+
+void free_workqueue_attrs(struct workqueue_attrs *attrs) { delete attrs; }
+
+int apply_workqueue_attrs(struct workqueue_struct *wq, const struct workqueue_attrs *attrs)
+{
+	if (!(wq->flags & WQ_UNBOUND)) {
+		fprintf(stderr, "workqueue: %s: apply_workqueue_attrs() needs a WQ_UNBOUND workqueue\n",
+			wq->name.c_str());
+		return -EINVAL;
+	}
+	if (attrs->nice < -20 || attrs->nice > 19 || attrs->affn_scope < WQ_AFFN_DFL ||
+	    attrs->affn_scope >= WQ_AFFN_NR_TYPES)
+		return -EINVAL;
+	auto &gl = g();
+	std::vector<pool_workqueue *> release;
+	{
+		std::lock_guard gk(gl.pool_mutex);
+		std::lock_guard wk(wq->mutex);
+		workqueue_attrs a = *attrs;
+		a.ordered = wq->flags & __WQ_ORDERED;
+		pwq_plan plan;
+		if (int err = plan_unbound_pwqs(wq, a, plan))
+			return err;
+		wq->unbound_attrs = a;
+		release = commit_unbound_pwqs(wq, plan);
+	}
+	for (auto *p : release)
+		pwq_release(p);
+	return 0;
+}
+
+void freeze_workqueues_begin(void)
+{
+	auto &gl = g();
+	std::lock_guard gk(gl.pool_mutex);
+	gl.freezing = true;
+	for (auto *wq : gl.workqueues)
+		if (wq->flags & WQ_FREEZABLE) {
+			std::lock_guard wk(wq->mutex);
+			wq_adjust_max_active(wq);
+		}
+}
+
+bool freeze_workqueues_busy(void)
+{
+	auto &gl = g();
+	std::lock_guard gk(gl.pool_mutex);
+	for (auto *wq : gl.workqueues) {
+		if (!(wq->flags & WQ_FREEZABLE))
+			continue;
+		std::lock_guard wk(wq->mutex);
+		for (list_head *e = wq->pwqs.next; e != &wq->pwqs; e = e->next) {
+			auto *pwq = container_of(e, pool_workqueue, pwqs_node);
+			std::lock_guard lk(pwq->pool->lock);
+			if (pwq->nr_active)
+				return true;
+		}
+	}
+	return false;
+}
+
+void thaw_workqueues(void)
+{
+	auto &gl = g();
+	std::lock_guard gk(gl.pool_mutex);
+	gl.freezing = false;
+	for (auto *wq : gl.workqueues)
+		if (wq->flags & WQ_FREEZABLE) {
+			std::lock_guard wk(wq->mutex);
+			wq_adjust_max_active(wq);
+		}
+}
+
+} // extern "C"
+
+namespace cmwq::detail {
+
+// Re-pod every unbound, non-ordered workqueue (G held by the caller? no: takes it).
+static void repod_all(bool only_default)
+{
+	auto &gl = g();
+	std::vector<pool_workqueue *> release;
+	{
+		std::lock_guard gk(gl.pool_mutex);
+		for (auto *wq : gl.workqueues) {
+			if (!(wq->flags & WQ_UNBOUND) || (wq->flags & __WQ_ORDERED))
+				continue;
+			std::lock_guard wk(wq->mutex);
+			if (only_default && wq->unbound_attrs.affn_scope != WQ_AFFN_DFL)
+				continue;
+			pwq_plan plan;
+			if (plan_unbound_pwqs(wq, wq->unbound_attrs, plan)) {
+				fprintf(stderr, "workqueue: allocation failed while updating CPU pod affinity of \"%s\"\n",
+					wq->name.c_str());
+				continue;
+			}
+			auto r = commit_unbound_pwqs(wq, plan);
+			release.insert(release.end(), r.begin(), r.end());
+		}
+	}
+	for (auto *p : release)
+		pwq_release(p);
+}
+
+int set_default_scope(affinity_scope s)
+{
+	if (s == affinity_scope::dfl)
+		return -EINVAL;
+	{
+		std::lock_guard gk(g().pool_mutex);
+		g().default_scope = s;
+	}
+	repod_all(true);
+	return 0;
+}
+
+int set_cache_shard_size(unsigned size)
+{
+	auto &gl = g();
+	{
+		std::lock_guard gk(gl.pool_mutex);
+		topology t = read_topology(size);
+		if (t.usable != gl.usable)
+			return -EBUSY;
+		gl.topo = std::move(t);
+	}
+	repod_all(false);
+	return 0;
+}
+
+} // namespace cmwq::detail
+
+namespace cmwq {
+topology current_topology()
+{
+	detail::ensure_started();
+	std::lock_guard gk(detail::g().pool_mutex);
+	return detail::g().topo;
+}
+} // namespace cmwq
