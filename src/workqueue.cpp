@@ -336,8 +336,13 @@ static void pwq_dec_nr_active(pool_workqueue *pwq, deferred &d)
 			next->on_pending = false;
 		}
 	}
-	if (!next)
+	if (!next) {
+		// Nobody else waits on this node: our own backlog takes the slot
+		// (also how an unplugged ordered pwq keeps going).
+		if (pwq_activate_first_inactive(pwq, false))
+			kick_pool(pwq->pool, d);
 		return;
+	}
 	if (next->pool == pwq->pool) {
 		if (pwq_activate_first_inactive(next, true))
 			kick_pool(next->pool, d);

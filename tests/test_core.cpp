@@ -1,0 +1,548 @@
+// test_core.cpp - behaviour of the engine through the kernel-compatible API:
+// the policy predicates without threads, the PENDING state machine, one
+// suite run over per-CPU, unbound and ordered workqueues, max_active peaks,
+// freeze/thaw, and a randomized stress test that accounts every execution.
+// Bounds are about order and counts, never speed.
+#include <gtest/gtest.h>
+
+#include <cmwq/linux/delay.h>
+#include <cmwq/linux/workqueue.h>
+#include <cmwq/stats.h>
+#include <cmwq/workqueue.hpp>
+
+#include "internal.h"
+
+#include <atomic>
+#include <chrono>
+#include <latch>
+#include <random>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+namespace d = cmwq::detail;
+
+namespace {
+
+template <class F>
+bool wait_until(F f, std::chrono::milliseconds limit = 10000ms)
+{
+	auto end = std::chrono::steady_clock::now() + limit;
+	while (!f()) {
+		if (std::chrono::steady_clock::now() > end)
+			return false;
+		std::this_thread::sleep_for(1ms);
+	}
+	return true;
+}
+
+struct counted {
+	work_struct work;
+	std::atomic<int> runs{0};
+	std::atomic<int> inside{0};
+	std::atomic<int> max_inside{0};
+	std::atomic<bool> *gate = nullptr;
+	int sleep_ms = 0;
+};
+
+void counted_fn(work_struct *w)
+{
+	auto *c = container_of(w, counted, work);
+	int in = ++c->inside;
+	int m = c->max_inside.load();
+	while (in > m && !c->max_inside.compare_exchange_weak(m, in)) {
+	}
+	if (c->gate)
+		while (!c->gate->load())
+			msleep(1);
+	if (c->sleep_ms)
+		msleep(static_cast<unsigned>(c->sleep_ms));
+	c->inside--;
+	c->runs++;
+}
+
+std::atomic<int> plain_runs{0};
+void plain_fn(work_struct *) { plain_runs++; }
+
+} // namespace
+
+// ---- predicates and state word, no threads -------------------------------------
+
+TEST(policy, need_more_worker_only_when_items_wait_and_nothing_runs)
+{
+	EXPECT_TRUE(d::need_more_worker({false, 0, 1, 1, false}));
+	EXPECT_FALSE(d::need_more_worker({false, 1, 1, 2, false}));
+	EXPECT_FALSE(d::need_more_worker({true, 0, 1, 1, false}));
+}
+
+TEST(policy, keep_working_while_at_most_one_runs)
+{
+	EXPECT_TRUE(d::keep_working({false, 1, 0, 1, false}));
+	EXPECT_FALSE(d::keep_working({false, 2, 0, 2, false}));
+	EXPECT_FALSE(d::keep_working({true, 0, 0, 1, false}));
+}
+
+TEST(policy, need_to_create_worker_when_no_idle_worker)
+{
+	EXPECT_TRUE(d::need_to_create_worker({false, 0, 0, 1, false}));
+	EXPECT_FALSE(d::need_to_create_worker({false, 0, 1, 2, false}));
+	EXPECT_TRUE(d::may_start_working({false, 0, 1, 1, false}));
+}
+
+TEST(policy, too_many_workers_keeps_two_idle_and_the_ratio)
+{
+	EXPECT_FALSE(d::too_many_workers({true, 0, 2, 2, false}));
+	EXPECT_TRUE(d::too_many_workers({true, 0, 3, 3, false}));
+	// 3 idle, 4 busy: (3-2)*4 >= 4
+	EXPECT_TRUE(d::too_many_workers({true, 0, 3, 7, false}));
+	EXPECT_FALSE(d::too_many_workers({true, 0, 3, 8, false}));
+	// the manager counts as idle
+	EXPECT_TRUE(d::too_many_workers({true, 0, 2, 3, true}));
+}
+
+TEST(state_word, offq_fields_round_trip)
+{
+	unsigned long v = d::make_offq(1234, 7, true);
+	EXPECT_EQ(d::offq_pool(v), 1234u);
+	EXPECT_EQ(d::offq_depth(v), 7u);
+	EXPECT_TRUE(v & (1UL << WORK_OFFQ_BH_BIT));
+	EXPECT_EQ(d::offq_pool(WORK_STRUCT_NO_POOL), WORK_OFFQ_POOL_NONE);
+}
+
+TEST(state_word, disable_counts_and_enable_reports_zero)
+{
+	DECLARE_WORK(w, counted_fn);
+	EXPECT_FALSE(disable_work(&w));
+	EXPECT_FALSE(disable_work(&w));
+	EXPECT_FALSE(queue_work(system_dfl_wq, &w));
+	EXPECT_FALSE(work_pending(&w));
+	EXPECT_FALSE(enable_work(&w));
+	EXPECT_TRUE(enable_work(&w));
+	EXPECT_EQ(work_busy(&w), 0u);
+}
+
+// ---- the same suite over the three kinds ---------------------------------------
+
+enum class kind { percpu, unbound, ordered };
+
+class wq_suite : public ::testing::TestWithParam<kind> {
+protected:
+	void SetUp() override
+	{
+		switch (GetParam()) {
+		case kind::percpu: wq = alloc_workqueue("t_percpu", WQ_PERCPU, 0); break;
+		case kind::unbound: wq = alloc_workqueue("t_unbound", WQ_UNBOUND, 0); break;
+		case kind::ordered: wq = alloc_ordered_workqueue("t_ordered", 0); break;
+		}
+		ASSERT_NE(wq, nullptr);
+	}
+	void TearDown() override { destroy_workqueue(wq); }
+	workqueue_struct *wq = nullptr;
+};
+
+TEST_P(wq_suite, queue_returns_false_while_pending_and_runs_once)
+{
+	std::atomic<bool> gate{false};
+	counted blocker, c;
+	INIT_WORK(&blocker.work, counted_fn);
+	INIT_WORK(&c.work, counted_fn);
+	blocker.gate = &gate;
+	// On an ordered queue the blocker keeps c pending.
+	ASSERT_TRUE(queue_work(wq, &blocker.work));
+	ASSERT_TRUE(wait_until([&] { return blocker.inside.load() == 1; }));
+	if (GetParam() == kind::ordered) {
+		EXPECT_TRUE(queue_work(wq, &c.work));
+		EXPECT_FALSE(queue_work(wq, &c.work));
+		EXPECT_TRUE(work_busy(&c.work) & WORK_BUSY_PENDING);
+	}
+	gate = true;
+	flush_workqueue(wq);
+	if (GetParam() == kind::ordered)
+		EXPECT_EQ(c.runs.load(), 1);
+	EXPECT_FALSE(flush_work(&c.work));
+	EXPECT_EQ(blocker.runs.load(), 1);
+}
+
+TEST_P(wq_suite, flush_work_waits_for_running_instance_and_false_when_idle)
+{
+	counted c;
+	INIT_WORK(&c.work, counted_fn);
+	c.sleep_ms = 30;
+	EXPECT_FALSE(flush_work(&c.work));
+	ASSERT_TRUE(queue_work(wq, &c.work));
+	EXPECT_TRUE(flush_work(&c.work));
+	EXPECT_EQ(c.runs.load(), 1);
+	EXPECT_FALSE(flush_work(&c.work));
+}
+
+TEST_P(wq_suite, non_reentrant_under_concurrent_requeue_from_several_threads)
+{
+	counted c;
+	INIT_WORK(&c.work, counted_fn);
+	std::atomic<int> queued{0};
+	std::vector<std::thread> ts;
+	for (int t = 0; t < 4; t++)
+		ts.emplace_back([&] {
+			for (int i = 0; i < 2000; i++)
+				if (queue_work(wq, &c.work))
+					queued++;
+		});
+	for (auto &t : ts)
+		t.join();
+	flush_workqueue(wq);
+	EXPECT_EQ(c.max_inside.load(), 1);
+	EXPECT_EQ(c.runs.load(), queued.load());
+}
+
+TEST_P(wq_suite, flush_workqueue_waits_only_for_items_queued_before_it)
+{
+	std::atomic<bool> gate_a{false}, gate_b{false};
+	counted a, b;
+	INIT_WORK(&a.work, counted_fn);
+	INIT_WORK(&b.work, counted_fn);
+	a.gate = &gate_a;
+	b.gate = &gate_b;
+	ASSERT_TRUE(queue_work(wq, &a.work));
+	std::atomic<bool> flushed{false};
+	std::thread f([&] {
+		flush_workqueue(wq);
+		flushed = true;
+	});
+	std::this_thread::sleep_for(50ms);
+	ASSERT_TRUE(queue_work(wq, &b.work)); // after the flush started
+	EXPECT_FALSE(flushed.load());
+	gate_a = true;
+	EXPECT_TRUE(wait_until([&] { return flushed.load(); }));
+	EXPECT_EQ(a.runs.load(), 1);
+	EXPECT_EQ(b.runs.load(), 0);
+	f.join();
+	gate_b = true;
+	flush_workqueue(wq);
+	EXPECT_EQ(b.runs.load(), 1);
+}
+
+struct chain {
+	work_struct work;
+	workqueue_struct *wq;
+	std::atomic<int> left;
+	std::atomic<int> runs{0};
+};
+
+static void chain_fn(work_struct *w)
+{
+	auto *c = container_of(w, chain, work);
+	c->runs++;
+	if (--c->left > 0)
+		queue_work(c->wq, &c->work);
+}
+
+TEST_P(wq_suite, drain_accepts_only_chained_queueing_and_runs_the_chain)
+{
+	chain c;
+	INIT_WORK(&c.work, chain_fn);
+	c.wq = wq;
+	c.left = 50;
+	ASSERT_TRUE(queue_work(wq, &c.work));
+	drain_workqueue(wq);
+	EXPECT_EQ(c.runs.load(), 50);
+}
+
+TEST_P(wq_suite, cancel_removes_pending_item_and_sync_waits_for_running_one)
+{
+	std::atomic<bool> gate{false};
+	counted blocker, c;
+	INIT_WORK(&blocker.work, counted_fn);
+	INIT_WORK(&c.work, counted_fn);
+	blocker.gate = &gate;
+	ASSERT_TRUE(queue_work(wq, &blocker.work));
+	ASSERT_TRUE(wait_until([&] { return blocker.inside.load() == 1; }));
+	// A delayed queueing keeps c pending on every kind of workqueue.
+	delayed_work dw;
+	INIT_DELAYED_WORK(&dw, plain_fn);
+	ASSERT_TRUE(queue_delayed_work(wq, &dw, 10000));
+	EXPECT_TRUE(cancel_delayed_work(&dw));
+	EXPECT_FALSE(cancel_delayed_work(&dw));
+	std::thread t([&] {
+		std::this_thread::sleep_for(50ms);
+		gate = true;
+	});
+	EXPECT_FALSE(cancel_work_sync(&blocker.work)); // running, not pending
+	EXPECT_EQ(blocker.runs.load(), 1);             // and it waited
+	t.join();
+	EXPECT_FALSE(work_pending(&dw.work));
+}
+
+TEST_P(wq_suite, delayed_work_delay_zero_and_mod_return_values)
+{
+	delayed_work dw;
+	INIT_DELAYED_WORK(&dw, plain_fn);
+	EXPECT_FALSE(mod_delayed_work(wq, &dw, 10000)); // was idle
+	EXPECT_TRUE(mod_delayed_work(wq, &dw, 10000));  // was pending
+	EXPECT_TRUE(cancel_delayed_work_sync(&dw));
+	EXPECT_TRUE(queue_delayed_work(wq, &dw, 0));
+	EXPECT_TRUE(flush_delayed_work(&dw) || !work_pending(&dw.work));
+	EXPECT_TRUE(queue_delayed_work(wq, &dw, 20));
+	EXPECT_FALSE(queue_delayed_work(wq, &dw, 20));
+	EXPECT_TRUE(flush_delayed_work(&dw));
+	EXPECT_FALSE(work_pending(&dw.work));
+}
+
+TEST_P(wq_suite, destroy_runs_queued_items_first)
+{
+	std::vector<counted> cs(20);
+	for (auto &c : cs) {
+		INIT_WORK(&c.work, counted_fn);
+		c.sleep_ms = 2;
+		ASSERT_TRUE(queue_work(wq, &c.work));
+	}
+	destroy_workqueue(wq);
+	for (auto &c : cs)
+		EXPECT_EQ(c.runs.load(), 1);
+	SetUp(); // TearDown destroys again
+}
+
+INSTANTIATE_TEST_SUITE_P(kinds, wq_suite, ::testing::Values(kind::percpu, kind::unbound, kind::ordered),
+			 [](const auto &info) {
+				 return std::string(info.param == kind::percpu   ? "percpu"
+						    : info.param == kind::unbound ? "unbound"
+										  : "ordered");
+			 });
+
+// ---- max_active and ordering ------------------------------------------------------
+
+struct peak_probe {
+	std::atomic<int> inside{0}, peak{0}, runs{0};
+	void enter()
+	{
+		int in = ++inside;
+		int m = peak.load();
+		while (in > m && !peak.compare_exchange_weak(m, in)) {
+		}
+	}
+};
+static peak_probe probe;
+static void peak_fn(work_struct *)
+{
+	probe.enter();
+	msleep(5);
+	probe.inside--;
+	probe.runs++;
+}
+
+TEST(max_active, unbound_limit_is_system_wide)
+{
+	probe.peak = 0;
+	probe.runs = 0;
+	auto *wq = alloc_workqueue("t_max8", WQ_UNBOUND, 3);
+	std::vector<work_struct> ws(40);
+	for (auto &w : ws) {
+		INIT_WORK(&w, peak_fn);
+		queue_work(wq, &w);
+	}
+	flush_workqueue(wq);
+	EXPECT_EQ(probe.runs.load(), 40);
+	EXPECT_LE(probe.peak.load(), 3);
+	EXPECT_GE(probe.peak.load(), 2);
+	destroy_workqueue(wq);
+}
+
+TEST(max_active, percpu_limit_is_per_cpu)
+{
+	probe.peak = 0;
+	probe.runs = 0;
+	auto *wq = alloc_workqueue("t_pc2", WQ_PERCPU, 2);
+	int cpu = cmwq::current_topology().usable.front();
+	std::vector<work_struct> ws(12);
+	for (auto &w : ws) {
+		INIT_WORK(&w, peak_fn);
+		queue_work_on(cpu, wq, &w);
+	}
+	flush_workqueue(wq);
+	EXPECT_EQ(probe.runs.load(), 12);
+	EXPECT_EQ(probe.peak.load(), 2); // msleep hints let a second one start
+	destroy_workqueue(wq);
+}
+
+TEST(max_active, raising_the_limit_activates_waiting_items)
+{
+	probe.peak = 0;
+	probe.runs = 0;
+	auto *wq = alloc_workqueue("t_raise", WQ_UNBOUND, 1);
+	std::vector<work_struct> ws(10);
+	for (auto &w : ws) {
+		INIT_WORK(&w, peak_fn);
+		queue_work(wq, &w);
+	}
+	EXPECT_TRUE(workqueue_congested(WORK_CPU_UNBOUND, wq) || probe.runs.load() > 0);
+	workqueue_set_max_active(wq, 4);
+	flush_workqueue(wq);
+	EXPECT_EQ(probe.runs.load(), 10);
+	EXPECT_LE(probe.peak.load(), 4);
+	destroy_workqueue(wq);
+}
+
+static std::vector<int> order_seen;
+static std::mutex order_mu;
+struct ordered_item {
+	work_struct work;
+	int idx;
+};
+static void order_fn(work_struct *w)
+{
+	probe.enter();
+	{
+		std::lock_guard lk(order_mu);
+		order_seen.push_back(container_of(w, ordered_item, work)->idx);
+	}
+	probe.inside--;
+}
+
+TEST(ordered, runs_one_at_a_time_in_queue_order_across_attr_changes)
+{
+	probe.peak = 0;
+	order_seen.clear();
+	auto *wq = alloc_ordered_workqueue("t_ord", 0);
+	std::vector<ordered_item> items(300);
+	auto *attrs = alloc_workqueue_attrs();
+	for (int i = 0; i < 300; i++) {
+		items[i].idx = i;
+		INIT_WORK(&items[i].work, order_fn);
+		ASSERT_TRUE(queue_work(wq, &items[i].work));
+		if (i % 50 == 25) {
+			attrs->nice = (i / 50) % 2;
+			ASSERT_EQ(apply_workqueue_attrs(wq, attrs), 0);
+		}
+	}
+	flush_workqueue(wq);
+	free_workqueue_attrs(attrs);
+	ASSERT_EQ(order_seen.size(), 300u);
+	for (int i = 0; i < 300; i++)
+		EXPECT_EQ(order_seen[i], i);
+	EXPECT_EQ(probe.peak.load(), 1);
+	destroy_workqueue(wq);
+}
+
+TEST(freezer, frozen_queue_holds_new_items_until_thaw)
+{
+	auto *wq = alloc_workqueue("t_frz", WQ_UNBOUND | WQ_FREEZABLE, 0);
+	counted c;
+	INIT_WORK(&c.work, counted_fn);
+	freeze_workqueues_begin();
+	ASSERT_TRUE(queue_work(wq, &c.work));
+	std::this_thread::sleep_for(50ms);
+	EXPECT_EQ(c.runs.load(), 0);
+	EXPECT_FALSE(freeze_workqueues_busy());
+	thaw_workqueues();
+	flush_workqueue(wq);
+	EXPECT_EQ(c.runs.load(), 1);
+	destroy_workqueue(wq);
+}
+
+TEST(validation, bad_flags_and_max_active_are_refused_or_clamped)
+{
+	EXPECT_EQ(alloc_workqueue("t_bh_bad", WQ_BH | WQ_UNBOUND, 0), nullptr);
+	EXPECT_EQ(alloc_workqueue("t_bh_max", WQ_BH | WQ_PERCPU, 4), nullptr);
+	EXPECT_EQ(alloc_workqueue("t_unknown", WQ_UNBOUND | (1u << 12), 0), nullptr);
+	auto *wq = alloc_workqueue("t_clamp", WQ_UNBOUND, 100000);
+	ASSERT_NE(wq, nullptr);
+	char buf[64];
+	uint64_t st[PWQ_NR_STATS];
+	cmwq_workqueue_stats(wq, st);
+	destroy_workqueue(wq);
+	auto *attrs = alloc_workqueue_attrs();
+	attrs->nice = 40;
+	EXPECT_EQ(apply_workqueue_attrs(system_percpu_wq, attrs), -EINVAL);
+	EXPECT_EQ(apply_workqueue_attrs(system_dfl_wq, attrs), -EINVAL);
+	free_workqueue_attrs(attrs);
+	(void)buf;
+}
+
+TEST(counters, started_equals_completed_equals_items)
+{
+	auto *wq = alloc_workqueue("t_cnt", WQ_UNBOUND, 0);
+	std::vector<counted> cs(100);
+	for (auto &c : cs) {
+		INIT_WORK(&c.work, counted_fn);
+		queue_work(wq, &c.work);
+	}
+	flush_workqueue(wq);
+	uint64_t st[PWQ_NR_STATS];
+	cmwq_workqueue_stats(wq, st);
+	EXPECT_EQ(st[PWQ_STAT_STARTED], 100u);
+	EXPECT_EQ(st[PWQ_STAT_COMPLETED], 100u);
+	destroy_workqueue(wq);
+}
+
+TEST(cpp_api, run_lambda_and_wait_and_raii_destroy)
+{
+	std::atomic<int> n{0};
+	{
+		cmwq::workqueue wq("t_cpp", WQ_UNBOUND, 4);
+		auto h = cmwq::run(wq, [&] { n += 1; });
+		h.wait();
+		EXPECT_TRUE(h.done());
+		cmwq::work w([&] { n += 10; });
+		EXPECT_TRUE(wq.queue(w));
+		cmwq::delayed_work dw([&] { n += 100; });
+		EXPECT_TRUE(wq.queue(dw, 500ms));
+		(void)dw.flush(); // may have run already between queueing and waiting
+		(void)w.flush();
+		EXPECT_FALSE(dw.pending());
+	}
+	EXPECT_EQ(n.load(), 111);
+}
+
+// ---- randomized stress: every successful queue is run or cancelled once ----------
+
+struct stress_item {
+	work_struct work;
+	std::atomic<long> runs{0};
+};
+static void stress_fn(work_struct *w) { container_of(w, stress_item, work)->runs++; }
+
+TEST(stress, no_lost_or_doubled_runs_under_random_operations)
+{
+	constexpr int nitems = 32;
+	std::vector<stress_item> items(nitems);
+	std::vector<std::atomic<long>> queued(nitems), cancelled(nitems);
+	for (auto &it : items)
+		INIT_WORK(&it.work, stress_fn);
+	workqueue_struct *wqs[3] = {alloc_workqueue("s_pc", WQ_PERCPU, 4), alloc_workqueue("s_ub", WQ_UNBOUND, 3),
+				    alloc_ordered_workqueue("s_ord", 0)};
+	std::atomic<bool> stop{false};
+	std::vector<std::thread> ts;
+	for (int t = 0; t < 4; t++)
+		ts.emplace_back([&, t] {
+			std::mt19937 rng(static_cast<unsigned>(t) * 7919u + 1);
+			for (int i = 0; i < 3000 && !stop; i++) {
+				int k = static_cast<int>(rng() % nitems);
+				// each item stays on one workqueue (non-reentrancy contract)
+				workqueue_struct *wq = wqs[k % 3];
+				switch (rng() % 8) {
+				case 0: case 1: case 2: case 3:
+					if (queue_work(wq, &items[k].work))
+						queued[k]++;
+					break;
+				case 4:
+					if (cancel_work(&items[k].work))
+						cancelled[k]++;
+					break;
+				case 5:
+					if (cancel_work_sync(&items[k].work))
+						cancelled[k]++;
+					break;
+				case 6: flush_work(&items[k].work); break;
+				case 7:
+					if (k % 3 != 2 && rng() % 16 == 0)
+						workqueue_set_max_active(wq, 1 + static_cast<int>(rng() % 6));
+					break;
+				}
+			}
+		});
+	for (auto &t : ts)
+		t.join();
+	for (auto *wq : wqs)
+		destroy_workqueue(wq);
+	for (int k = 0; k < nitems; k++)
+		EXPECT_EQ(queued[k].load(), items[k].runs.load() + cancelled[k].load()) << "item " << k;
+}
