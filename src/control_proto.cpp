@@ -1,0 +1,741 @@
+// control_proto.cpp - request parsing, dispatch and reply formatting for the
+// control endpoint (docs/control.md), independent of sockets and threads.
+//
+// The dispatcher turns the engine's bare return codes into messages that name
+// the attribute and the values it accepts; the engine stays terse and the
+// wording lives in one table here. Replies are built whole in memory rather
+// than streamed: a dump is small next to the socket buffers, and a reply
+// built first can never be cut by an engine error half-way.
+#include "control_proto.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+
+#include <cmwq/linux/workqueue.h>
+
+namespace cmwq::control {
+
+namespace {
+
+constexpr std::size_t max_value_size = 1u << 20; // attribute or parameter text
+constexpr std::size_t max_quoted = 80;            // echoed user text in messages
+
+bool is_space(char c) noexcept { return c == ' ' || c == '\t'; }
+
+std::string_view trim(std::string_view s) noexcept
+{
+	while (!s.empty() && is_space(s.front()))
+		s.remove_prefix(1);
+	while (!s.empty() && is_space(s.back()))
+		s.remove_suffix(1);
+	return s;
+}
+
+// Removes and returns the first whitespace-separated token of `rest`.
+std::string_view next_token(std::string_view &rest) noexcept
+{
+	std::size_t i = 0;
+	while (i < rest.size() && is_space(rest[i]))
+		i++;
+	std::size_t j = i;
+	while (j < rest.size() && !is_space(rest[j]))
+		j++;
+	std::string_view tok = rest.substr(i, j - i);
+	rest.remove_prefix(j);
+	return tok;
+}
+
+// User text echoed in a message: quoted and cut to a readable length.
+std::string quote(std::string_view s)
+{
+	std::string q = "'";
+	if (s.size() > max_quoted) {
+		q.append(s.substr(0, max_quoted));
+		q += "...";
+	} else {
+		q.append(s);
+	}
+	q += "'";
+	return q;
+}
+
+void append_escaped(std::string &out, std::string_view s)
+{
+	static const char hex[] = "0123456789abcdef";
+	for (char ch : s) {
+		auto c = static_cast<unsigned char>(ch);
+		if ((c < 0x20 && c != '\t') || c == 0x7f) {
+			out += "\\x";
+			out += hex[c >> 4];
+			out += hex[c & 15];
+		} else {
+			out += ch;
+		}
+	}
+}
+
+struct verb_info {
+	const char *name;
+	unsigned min_args, max_args;
+	bool value_last; // the last argument is the rest of the line
+	const char *usage;
+	const char *help;
+};
+
+constexpr verb_info verbs[] = {
+	{"ls", 0, 0, false, "ls", "list the WQ_SYSFS workqueues"},
+	{"get", 2, 2, false, "get <workqueue|-> <attribute>",
+	 "read an attribute; '-' names the global ones"},
+	{"set", 3, 3, true, "set <workqueue|-> <attribute> <value>", "write an attribute"},
+	{"param", 1, 2, true, "param <name> [<value>]", "read or write a parameter"},
+	{"params", 0, 0, false, "params", "list the parameters as name=value"},
+	{"dump", 0, 0, false, "dump", "busy workqueues and worker pools"},
+	{"metrics", 0, 0, false, "metrics", "every counter as OpenMetrics text"},
+	{"stats", 0, 0, false, "stats", "per-workqueue counters, one line each"},
+	{"help", 0, 0, false, "help", "this list"},
+	{"quit", 0, 0, false, "quit", "close the connection"},
+};
+
+const verb_info *find_verb(std::string_view v) noexcept
+{
+	for (const auto &vi : verbs)
+		if (v == vi.name)
+			return &vi;
+	return nullptr;
+}
+
+std::string verb_list()
+{
+	std::string s;
+	for (const auto &vi : verbs) {
+		if (!s.empty())
+			s += ", ";
+		s += vi.name;
+	}
+	return s;
+}
+
+// ---- attribute and parameter wording ---------------------------------------
+
+constexpr const char *wq_attrs_percpu = "per_cpu, max_active";
+constexpr const char *wq_attrs_unbound =
+	"per_cpu, max_active, cpumask, nice, affinity_scope, affinity_strict";
+constexpr const char *global_attrs = "cpumask, cpumask_requested, cpumask_isolated";
+
+struct accepted_text {
+	const char *name;
+	const char *text;
+};
+
+constexpr const char *cpumask_text =
+	"hexadecimal CPU masks in comma-separated 32-bit groups (e.g. f or ff,ffffffff) "
+	"that include a usable CPU";
+
+constexpr accepted_text attr_accepted[] = {
+	{"max_active", "positive integers (values over 2048 are clamped)"},
+	{"nice", "integers from -20 to 19"},
+	{"cpumask", cpumask_text},
+	{"affinity_scope", "default, cpu, smt, cache, cache_shard, numa, system"},
+	{"affinity_strict", "integers (0 = off, non-zero = strict)"},
+};
+
+template <std::size_t N>
+const char *lookup(const accepted_text (&table)[N], std::string_view name) noexcept
+{
+	for (const auto &a : table)
+		if (name == a.name)
+			return a.text;
+	return nullptr;
+}
+
+// strerror_r comes in a GNU flavour (returns the text) and an XSI one
+// (returns 0 and fills buf); these overloads accept either.
+[[maybe_unused]] const char *strerror_result(const char *s, const char *) { return s; }
+[[maybe_unused]] const char *strerror_result(int rc, const char *buf)
+{
+	return rc == 0 ? buf : "unknown error";
+}
+
+std::string strerror_text(int err)
+{
+	char buf[128] = "";
+	const char *s = strerror_result(strerror_r(err, buf, sizeof(buf)), buf);
+	return s ? s : "unknown error";
+}
+
+// Reads an attribute or parameter whole, growing the buffer on -ERANGE.
+template <class Get>
+int read_value(Get &&get, std::string &out)
+{
+	std::vector<char> buf(4096);
+	for (;;) {
+		buf[0] = '\0';
+		int rc = get(buf.data(), buf.size());
+		if (rc == -ERANGE && buf.size() < max_value_size) {
+			buf.assign(buf.size() * 4, '\0');
+			continue;
+		}
+		if (rc < 0)
+			return rc;
+		buf.back() = '\0';
+		out.assign(buf.data());
+		while (!out.empty() && (out.back() == '\n' || out.back() == '\r'))
+			out.pop_back();
+		return 0;
+	}
+}
+
+int get_attr(backend &be, const char *wq, const std::string &attr, std::string &out)
+{
+	return read_value([&](char *b, std::size_t n) { return be.sysfs_get(wq, attr.c_str(), b, n); },
+			  out);
+}
+
+// ENOENT: say which part is missing and what exists.
+std::string missing_attr_message(backend &be, const std::string &wq, const std::string &attr)
+{
+	if (wq == "-")
+		return "no global attribute " + quote(attr) + "; global attributes are " +
+		       global_attrs;
+	auto names = be.sysfs_list();
+	if (std::find(names.begin(), names.end(), wq) == names.end())
+		return "no WQ_SYSFS workqueue " + quote(wq) + " (see 'ls')";
+	std::string per_cpu;
+	bool unbound = get_attr(be, wq.c_str(), "per_cpu", per_cpu) == 0 && per_cpu == "0";
+	return wq + ": no attribute " + quote(attr) + "; attributes are " +
+	       (unbound ? wq_attrs_unbound : wq_attrs_percpu);
+}
+
+std::string set_error_message(backend &be, int err, const std::string &wq, const std::string &attr,
+			      const std::string &value)
+{
+	switch (err) {
+	case ENOENT:
+		return missing_attr_message(be, wq, attr);
+	case EACCES:
+		if (attr == "max_active")
+			return wq + ": max_active is read-only for ordered and BH workqueues";
+		return attr + " is read-only";
+	case EPERM:
+		return attr + ": this process does not allow changing it at run time";
+	case EINVAL:
+		if (const char *acc = lookup(attr_accepted, attr))
+			return attr + ": accepted values are " + acc + " (got " + quote(value) + ")";
+		return attr + ": invalid value " + quote(value);
+	default:
+		return attr + ": " + strerror_text(err);
+	}
+}
+
+std::string param_error_message(backend &be, int err, const std::string &name,
+				const std::string *value)
+{
+	switch (err) {
+	case ENOENT:
+		return "no parameter " + quote(name) + " (see 'params')";
+	case EPERM:
+	case EACCES:
+		return name + " is read-only at run time";
+	case EINVAL:
+		if (value) {
+			if (const char *acc = be.param_accepted(name.c_str()))
+				return name + ": accepted values are " + acc + " (got " +
+				       quote(*value) + ")";
+			return name + ": invalid value " + quote(*value);
+		}
+		return name + ": invalid parameter";
+	default:
+		return name + ": " + strerror_text(err);
+	}
+}
+
+// ---- the requests ----------------------------------------------------------
+
+reply do_ls(backend &be)
+{
+	reply_builder r;
+	for (const auto &n : be.sysfs_list())
+		r.line(n);
+	return r.ok();
+}
+
+reply do_get(backend &be, const std::string &wq, const std::string &attr)
+{
+	reply_builder r;
+	std::string val;
+	int rc = get_attr(be, wq == "-" ? nullptr : wq.c_str(), attr, val);
+	if (rc == -ENOENT)
+		return r.error(ENOENT, missing_attr_message(be, wq, attr));
+	if (rc == -ERANGE)
+		return r.error(ERANGE, attr + ": value longer than " +
+					       std::to_string(max_value_size) + " bytes");
+	if (rc < 0)
+		return r.error(-rc, attr + ": " + strerror_text(-rc));
+	r.data(val);
+	return r.ok();
+}
+
+reply do_set(backend &be, const std::string &wq, const std::string &attr, const std::string &value)
+{
+	reply_builder r;
+	int rc = be.sysfs_set(wq == "-" ? nullptr : wq.c_str(), attr.c_str(), value.c_str());
+	if (rc < 0)
+		return r.error(-rc, set_error_message(be, -rc, wq, attr, value));
+	return r.ok();
+}
+
+// A name without a dot also finds the kernel's "workqueue.<name>".
+std::string resolve_param(backend &be, const std::string &name)
+{
+	if (name.find('.') != std::string::npos)
+		return name;
+	std::string full = "workqueue." + name;
+	for (unsigned i = 0; i < 100000; i++) {
+		const char *n = be.param_name(i);
+		if (!n)
+			break;
+		if (name == n)
+			return name;
+		if (full == n)
+			return full;
+	}
+	return name;
+}
+
+reply do_param(backend &be, const std::string &given, const std::string *value)
+{
+	reply_builder r;
+	std::string name = resolve_param(be, given);
+	if (value) {
+		int rc = be.param_set(name.c_str(), value->c_str());
+		if (rc < 0)
+			return r.error(-rc, param_error_message(be, -rc, name, value));
+		return r.ok();
+	}
+	std::string val;
+	int rc = read_value([&](char *b, std::size_t n) { return be.param_get(name.c_str(), b, n); },
+			    val);
+	if (rc < 0)
+		return r.error(-rc, param_error_message(be, -rc, name, nullptr));
+	r.data(val);
+	return r.ok();
+}
+
+reply do_params(backend &be)
+{
+	reply_builder r;
+	for (unsigned i = 0; i < 100000; i++) {
+		const char *n = be.param_name(i);
+		if (!n)
+			break;
+		std::string val;
+		if (read_value([&](char *b, std::size_t len) { return be.param_get(n, b, len); },
+			       val) == 0)
+			r.line(std::string(n) + "=" + val);
+	}
+	return r.ok();
+}
+
+reply do_help()
+{
+	reply_builder r;
+	for (const auto &vi : verbs) {
+		std::string line = vi.usage;
+		line.resize(std::max<std::size_t>(line.size() + 2, 40), ' ');
+		r.data(line + vi.help);
+	}
+	return r.ok();
+}
+
+reply dispatch(std::string_view line, backend &be)
+{
+	request req;
+	std::string err = parse_request(line, req);
+	if (!err.empty())
+		return reply_builder().error(EINVAL, err);
+	const auto &v = req.verb;
+	const auto &a = req.args;
+	if (v == "ls")
+		return do_ls(be);
+	if (v == "get")
+		return do_get(be, a[0], a[1]);
+	if (v == "set")
+		return do_set(be, a[0], a[1], a[2]);
+	if (v == "param")
+		return do_param(be, a[0], a.size() > 1 ? &a[1] : nullptr);
+	if (v == "params")
+		return do_params(be);
+	if (v == "dump") {
+		reply_builder r;
+		std::string text = be.dump();
+		if (!text.empty())
+			r.data(text);
+		return r.ok();
+	}
+	if (v == "metrics") {
+		reply_builder r;
+		r.data(render_metrics(be.snapshot()));
+		return r.ok();
+	}
+	if (v == "stats") {
+		reply_builder r;
+		std::string text = render_stats(be.snapshot());
+		if (!text.empty())
+			r.data(text);
+		return r.ok();
+	}
+	if (v == "help")
+		return do_help();
+	// quit
+	reply rep = reply_builder().ok("bye");
+	rep.close = true;
+	return rep;
+}
+
+// ---- rendering -------------------------------------------------------------
+
+std::string cpulist(const std::vector<int> &cpus)
+{
+	std::vector<int> c = cpus;
+	std::sort(c.begin(), c.end());
+	c.erase(std::unique(c.begin(), c.end()), c.end());
+	std::string s;
+	for (std::size_t i = 0; i < c.size();) {
+		std::size_t j = i;
+		while (j + 1 < c.size() && c[j + 1] == c[j] + 1)
+			j++;
+		if (!s.empty())
+			s += ',';
+		s += std::to_string(c[i]);
+		if (j > i)
+			s += '-' + std::to_string(c[j]);
+		i = j + 1;
+	}
+	return s;
+}
+
+// OpenMetrics label value: backslash, double quote and newline escaped.
+std::string label_value(std::string_view s)
+{
+	std::string out;
+	for (char c : s) {
+		if (c == '\\')
+			out += "\\\\";
+		else if (c == '"')
+			out += "\\\"";
+		else if (c == '\n')
+			out += "\\n";
+		else
+			out += c;
+	}
+	return out;
+}
+
+// Seconds with microsecond precision, exactly, from a microsecond count.
+std::string usec_to_seconds(uint64_t us)
+{
+	char buf[48];
+	std::snprintf(buf, sizeof(buf), "%llu.%06llu", static_cast<unsigned long long>(us / 1000000),
+		      static_cast<unsigned long long>(us % 1000000));
+	return buf;
+}
+
+struct counter_family {
+	const char *name; // without _total
+	int stat;
+	const char *help; // the words of enum pool_workqueue_stats
+};
+
+constexpr counter_family wq_counters[] = {
+	{"cmwq_workqueue_started", PWQ_STAT_STARTED, "work items started execution"},
+	{"cmwq_workqueue_completed", PWQ_STAT_COMPLETED, "work items completed execution"},
+	{"cmwq_workqueue_cpu_time_seconds", PWQ_STAT_CPU_TIME, "total CPU time consumed"},
+	{"cmwq_workqueue_cpu_intensive", PWQ_STAT_CPU_INTENSIVE,
+	 "wq_cpu_intensive_thresh_us violations"},
+	{"cmwq_workqueue_cm_wakeup", PWQ_STAT_CM_WAKEUP, "concurrency-management worker wakeups"},
+	{"cmwq_workqueue_repatriated", PWQ_STAT_REPATRIATED,
+	 "unbound workers brought back into scope"},
+	{"cmwq_workqueue_mayday", PWQ_STAT_MAYDAY, "maydays to rescuer"},
+	{"cmwq_workqueue_rescued", PWQ_STAT_RESCUED, "linked work items executed by rescuer"},
+};
+
+} // namespace
+
+// ---- line_reader -------------------------------------------------------------
+
+line_reader::status line_reader::next(std::string &line)
+{
+	std::size_t nl = buf_.find('\n', scanned_);
+	if (nl == std::string::npos) {
+		scanned_ = buf_.size();
+		// One byte of slack for the '\r' of a "\r\n" ending.
+		return buf_.size() > max_request + 1 ? status::too_long : status::need_more;
+	}
+	std::size_t len = nl;
+	if (len > 0 && buf_[len - 1] == '\r')
+		len--;
+	if (len > max_request)
+		return status::too_long;
+	line.assign(buf_, 0, len);
+	buf_.erase(0, nl + 1);
+	scanned_ = 0;
+	return status::line;
+}
+
+std::string line_reader::take_partial()
+{
+	std::string p = std::move(buf_);
+	buf_.clear();
+	scanned_ = 0;
+	if (!p.empty() && p.back() == '\r')
+		p.pop_back();
+	return p;
+}
+
+// ---- parsing -------------------------------------------------------------------
+
+std::string parse_request(std::string_view line, request &out)
+{
+	out.verb.clear();
+	out.args.clear();
+	if (line.size() > max_request)
+		return "request too long";
+	for (char ch : line) {
+		auto c = static_cast<unsigned char>(ch);
+		if ((c < 0x20 && c != '\t') || c == 0x7f)
+			return "request contains control characters";
+	}
+	std::string_view rest = line;
+	std::string_view verb = next_token(rest);
+	if (verb.empty())
+		return "empty request; requests are " + verb_list();
+	const verb_info *vi = find_verb(verb);
+	if (!vi)
+		return "unknown request " + quote(verb) + "; requests are " + verb_list();
+	out.verb.assign(verb);
+	for (;;) {
+		if (vi->value_last && out.args.size() + 1 == vi->max_args) {
+			std::string_view value = trim(rest);
+			if (!value.empty())
+				out.args.emplace_back(value);
+			break;
+		}
+		std::string_view tok = next_token(rest);
+		if (tok.empty())
+			break;
+		if (out.args.size() == vi->max_args)
+			return std::string("too many arguments; usage: ") + vi->usage;
+		out.args.emplace_back(tok);
+	}
+	if (out.args.size() < vi->min_args)
+		return std::string("missing arguments; usage: ") + vi->usage;
+	return {};
+}
+
+// ---- reply_builder ---------------------------------------------------------------
+
+void reply_builder::data(std::string_view text)
+{
+	do {
+		std::size_t nl = text.find('\n');
+		std::string_view piece = text.substr(0, nl);
+		out_ += ' ';
+		append_escaped(out_, piece);
+		out_ += '\n';
+		if (nl == std::string_view::npos)
+			break;
+		text.remove_prefix(nl + 1);
+	} while (!text.empty());
+}
+
+void reply_builder::line(std::string_view text)
+{
+	out_ += ' ';
+	append_escaped(out_, text);
+	out_ += '\n';
+}
+
+reply reply_builder::ok(std::string_view text)
+{
+	out_ += "ok";
+	if (!text.empty()) {
+		out_ += ' ';
+		append_escaped(out_, text);
+	}
+	out_ += '\n';
+	return reply{std::move(out_), false};
+}
+
+reply reply_builder::error(int err, std::string_view message)
+{
+	out_ += "error ";
+	out_ += errno_name(err);
+	out_ += ' ';
+	append_escaped(out_, message);
+	out_ += '\n';
+	return reply{std::move(out_), false};
+}
+
+reply too_long_reply()
+{
+	reply r = reply_builder().error(E2BIG, "request too long");
+	r.close = true;
+	return r;
+}
+
+reply handle_request(std::string_view line, backend &be)
+{
+	try {
+		return dispatch(line, be);
+	} catch (const std::bad_alloc &) {
+		return reply_builder().error(ENOMEM, "out of memory");
+	} catch (const std::exception &e) {
+		return reply_builder().error(EIO, std::string("internal error: ") + e.what());
+	} catch (...) {
+		return reply_builder().error(EIO, "internal error");
+	}
+}
+
+const char *errno_name(int err) noexcept
+{
+	if (err < 0)
+		err = -err;
+	switch (err) {
+	case EPERM: return "EPERM";
+	case ENOENT: return "ENOENT";
+	case ESRCH: return "ESRCH";
+	case EINTR: return "EINTR";
+	case EIO: return "EIO";
+	case E2BIG: return "E2BIG";
+	case EBADF: return "EBADF";
+	case EAGAIN: return "EAGAIN";
+	case ENOMEM: return "ENOMEM";
+	case EACCES: return "EACCES";
+	case EFAULT: return "EFAULT";
+	case EBUSY: return "EBUSY";
+	case EEXIST: return "EEXIST";
+	case ENODEV: return "ENODEV";
+	case ENOTDIR: return "ENOTDIR";
+	case EINVAL: return "EINVAL";
+	case ENOSPC: return "ENOSPC";
+	case ERANGE: return "ERANGE";
+	case EDEADLK: return "EDEADLK";
+	case ENAMETOOLONG: return "ENAMETOOLONG";
+	case ENOSYS: return "ENOSYS";
+	case ELOOP: return "ELOOP";
+	case EOVERFLOW: return "EOVERFLOW";
+	case EOPNOTSUPP: return "EOPNOTSUPP";
+	case EADDRINUSE: return "EADDRINUSE";
+	case ETIMEDOUT: return "ETIMEDOUT";
+	case ECONNREFUSED: return "ECONNREFUSED";
+	case EALREADY: return "EALREADY";
+	case EINPROGRESS: return "EINPROGRESS";
+	case ECANCELED: return "ECANCELED";
+	default: break;
+	}
+	// Other numbers as "E<n>", in a per-thread buffer.
+	thread_local char buf[24];
+	std::snprintf(buf, sizeof(buf), "E%d", err);
+	return buf;
+}
+
+std::string render_metrics(const system_info &si)
+{
+	std::string out;
+	// Label sets must be unique within a family: repeated workqueue names
+	// get an "instance" label.
+	std::vector<std::string> wq_labels;
+	{
+		std::vector<std::string> seen;
+		for (const auto &wq : si.workqueues) {
+			int n = static_cast<int>(std::count(seen.begin(), seen.end(), wq.name));
+			seen.push_back(wq.name);
+			std::string l = "workqueue=\"" + label_value(wq.name) + "\"";
+			if (n > 0)
+				l += ",instance=\"" + std::to_string(n + 1) + "\"";
+			wq_labels.push_back(l);
+		}
+	}
+	for (const auto &f : wq_counters) {
+		out += std::string("# TYPE ") + f.name + " counter\n";
+		if (f.stat == PWQ_STAT_CPU_TIME)
+			out += std::string("# UNIT ") + f.name + " seconds\n";
+		out += std::string("# HELP ") + f.name + " " + f.help + "\n";
+		for (std::size_t i = 0; i < si.workqueues.size(); i++) {
+			uint64_t v = si.workqueues[i].stats[f.stat];
+			out += std::string(f.name) + "_total{" + wq_labels[i] + "} " +
+			       (f.stat == PWQ_STAT_CPU_TIME ? usec_to_seconds(v) : std::to_string(v)) +
+			       "\n";
+		}
+	}
+	struct wq_gauge {
+		const char *name, *help;
+		int workqueue_info::*field;
+	};
+	static constexpr wq_gauge wq_gauges[] = {
+		{"cmwq_workqueue_active", "work items counted active", &workqueue_info::nr_active},
+		{"cmwq_workqueue_inactive", "work items held back by max_active",
+		 &workqueue_info::nr_inactive},
+		{"cmwq_workqueue_max_active", "max_active as requested",
+		 &workqueue_info::max_active},
+	};
+	for (const auto &g : wq_gauges) {
+		out += std::string("# TYPE ") + g.name + " gauge\n";
+		out += std::string("# HELP ") + g.name + " " + g.help + "\n";
+		for (std::size_t i = 0; i < si.workqueues.size(); i++)
+			out += std::string(g.name) + "{" + wq_labels[i] + "} " +
+			       std::to_string(si.workqueues[i].*g.field) + "\n";
+	}
+	struct pool_gauge {
+		const char *name, *help;
+		int pool_info::*field;
+	};
+	static constexpr pool_gauge pool_gauges[] = {
+		{"cmwq_pool_workers", "worker threads of the pool", &pool_info::nr_workers},
+		{"cmwq_pool_idle", "idle workers", &pool_info::nr_idle},
+		{"cmwq_pool_running", "workers counted running by concurrency management",
+		 &pool_info::nr_running},
+		{"cmwq_pool_pending", "work items on the worklist", &pool_info::nr_pending},
+	};
+	for (const auto &g : pool_gauges) {
+		out += std::string("# TYPE ") + g.name + " gauge\n";
+		out += std::string("# HELP ") + g.name + " " + g.help + "\n";
+		for (const auto &p : si.pools)
+			out += std::string(g.name) + "{pool=\"" + std::to_string(p.id) +
+			       "\",cpus=\"" + cpulist(p.cpus) + "\",nice=\"" +
+			       std::to_string(p.nice) + "\"} " + std::to_string(p.*g.field) + "\n";
+	}
+	out += "# EOF\n";
+	return out;
+}
+
+std::string render_stats(const system_info &si)
+{
+	static const char *const keys[PWQ_NR_STATS] = {
+		"started", "completed", "cpu_time", "cpu_intensive",
+		"cm_wakeup", "repatriated", "mayday", "rescued",
+	};
+	std::string out;
+	for (const auto &wq : si.workqueues) {
+		out += "unbound=";
+		out += wq.unbound ? '1' : '0';
+		out += " mem_reclaim=";
+		out += (wq.flags & WQ_MEM_RECLAIM) ? '1' : '0';
+		for (int s = 0; s < PWQ_NR_STATS; s++) {
+			out += ' ';
+			out += keys[s];
+			out += '=';
+			out += std::to_string(wq.stats[s]);
+		}
+		out += " name=";
+		append_escaped(out, wq.name);
+		out += '\n';
+	}
+	return out;
+}
+
+} // namespace cmwq::control
