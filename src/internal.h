@@ -318,6 +318,8 @@ struct params_t {
 };
 params_t &params();
 void params_load_env();
+// The accepted values of a parameter, for error messages; NULL if unknown.
+const char *param_accepted(const char *name);
 
 // Engine entry points used by params/sysfs/introspection.
 int set_default_scope(affinity_scope s);

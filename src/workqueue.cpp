@@ -468,6 +468,10 @@ static void process_one_work(worker *w, work_struct *work, deferred &d,
 	w->current_start_ns = now_ns();
 	hash_add(pool, w);
 	list_del_init(&work->entry);
+	// Items still wait behind us on a concurrency-managed pool: if we block
+	// without a hint, the monitor must notice.
+	if (pool->cpu >= 0 && !(pool->flags & POOL_BH) && !list_empty(&pool->worklist) && !w->rescuer)
+		monitor_watch(pool);
 	if (wq->flags & WQ_CPU_INTENSIVE)
 		worker_set_flags(w, WORKER_CPU_INTENSIVE);
 	kick_pool(pool, d);

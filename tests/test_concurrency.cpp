@@ -1,0 +1,420 @@
+// test_concurrency.cpp - concurrency management on per-CPU pools: the three
+// example scenarios of workqueue.rst (asserted as event orders, which hold on
+// a loaded machine, not as milliseconds), un-annotated blocking found by the
+// monitor, CPU-hog reclassification, rescuers under failing worker creation,
+// and the lockup watchdog.
+#include <gtest/gtest.h>
+
+#include <cmwq/linux/delay.h>
+#include <cmwq/linux/workqueue.h>
+#include <cmwq/params.h>
+#include <cmwq/stats.h>
+#include <cmwq/introspect.hpp>
+#include <cmwq/topology.hpp>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+template <class F>
+bool wait_until(F f, std::chrono::milliseconds limit = 10000ms)
+{
+	auto end = std::chrono::steady_clock::now() + limit;
+	while (!f()) {
+		if (std::chrono::steady_clock::now() > end)
+			return false;
+		std::this_thread::sleep_for(1ms);
+	}
+	return true;
+}
+
+int test_cpu() { return cmwq::current_topology().usable.back(); }
+
+// Event log for the scenarios.
+std::mutex log_mu;
+std::vector<std::string> events;
+void ev(const std::string &e)
+{
+	std::lock_guard lk(log_mu);
+	events.push_back(e);
+}
+size_t at(const std::string &e)
+{
+	std::lock_guard lk(log_mu);
+	for (size_t i = 0; i < events.size(); i++)
+		if (events[i] == e)
+			return i;
+	return SIZE_MAX;
+}
+
+struct scen_item {
+	work_struct work;
+	std::string name;
+	bool second_burn;
+};
+
+void scen_fn(work_struct *w)
+{
+	auto *s = container_of(w, scen_item, work);
+	ev(s->name + ".start");
+	mdelay(5); // CPU
+	ev(s->name + ".sleep");
+	msleep(10); // blocks, with the hint
+	if (s->second_burn)
+		mdelay(5);
+	ev(s->name + ".done");
+}
+
+void run_scenario(int max_active, bool w12_cpu_intensive)
+{
+	events.clear();
+	auto *wq0 = alloc_workqueue("scen0", WQ_PERCPU, max_active);
+	auto *wq12 = w12_cpu_intensive ? alloc_workqueue("scen12", WQ_PERCPU | WQ_CPU_INTENSIVE, max_active) : wq0;
+	scen_item w0{{}, "w0", true}, w1{{}, "w1", false}, w2{{}, "w2", false};
+	for (auto *s : {&w0, &w1, &w2})
+		INIT_WORK(&s->work, scen_fn);
+	int cpu = test_cpu();
+	queue_work_on(cpu, wq0, &w0.work);
+	queue_work_on(cpu, wq12, &w1.work);
+	queue_work_on(cpu, wq12, &w2.work);
+	flush_workqueue(wq0);
+	if (wq12 != wq0) {
+		flush_workqueue(wq12);
+		destroy_workqueue(wq12);
+	}
+	destroy_workqueue(wq0);
+}
+
+} // namespace
+
+TEST(scenarios, max_active_3_next_item_starts_when_the_running_one_sleeps)
+{
+	run_scenario(3, false);
+	// w1 starts only after w0 blocks, w2 only after w1 blocks, and all three
+	// are in flight together (the kernel's 25 ms timeline).
+	EXPECT_LT(at("w0.sleep"), at("w1.start"));
+	EXPECT_LT(at("w1.sleep"), at("w2.start"));
+	EXPECT_LT(at("w2.start"), at("w0.done"));
+}
+
+TEST(scenarios, max_active_2_third_item_waits_for_a_free_slot)
+{
+	run_scenario(2, false);
+	EXPECT_LT(at("w0.sleep"), at("w1.start"));
+	EXPECT_LT(std::min(at("w0.done"), at("w1.done")), at("w2.start"));
+}
+
+TEST(scenarios, cpu_intensive_items_start_without_waiting_for_each_other)
+{
+	run_scenario(3, true);
+	EXPECT_LT(at("w0.sleep"), at("w1.start"));
+	// w2 is not held back by w1 burning CPU: both start once w0 sleeps.
+	EXPECT_LT(at("w2.start"), at("w1.sleep"));
+}
+
+// ---- blocking without hints -----------------------------------------------------
+
+namespace {
+std::atomic<int> inside{0}, peak{0};
+void enter()
+{
+	int in = ++inside;
+	int m = peak.load();
+	while (in > m && !peak.compare_exchange_weak(m, in)) {
+	}
+}
+void raw_sleep_fn(work_struct *)
+{
+	enter();
+	timespec ts{0, 100 * 1000 * 1000};
+	nanosleep(&ts, nullptr); // no hint
+	inside--;
+}
+
+int pipefd[2];
+void pipe_reader(work_struct *)
+{
+	char c;
+	(void)!read(pipefd[0], &c, 1); // blocks until the writer queued behind us runs
+}
+void pipe_writer(work_struct *) { (void)!write(pipefd[1], "x", 1); }
+
+std::mutex contended;
+void mutex_fn(work_struct *)
+{
+	enter();
+	std::lock_guard lk(contended);
+	inside--;
+}
+} // namespace
+
+TEST(unannotated_blocking, nanosleeping_items_on_one_cpu_overlap)
+{
+	inside = peak = 0;
+	auto *wq = alloc_workqueue("raw_sleep", WQ_PERCPU, 0);
+	std::vector<work_struct> ws(4);
+	for (auto &w : ws) {
+		INIT_WORK(&w, raw_sleep_fn);
+		queue_work_on(test_cpu(), wq, &w);
+	}
+	flush_workqueue(wq);
+	EXPECT_GE(peak.load(), 2);
+	uint64_t st[PWQ_NR_STATS];
+	cmwq_workqueue_stats(wq, st);
+	EXPECT_GE(st[PWQ_STAT_CM_WAKEUP], 1u);
+	destroy_workqueue(wq);
+}
+
+TEST(unannotated_blocking, pipe_reader_does_not_deadlock_with_writer_queued_behind_it)
+{
+	ASSERT_EQ(pipe(pipefd), 0);
+	auto *wq = alloc_workqueue("pipe", WQ_PERCPU, 0);
+	work_struct r, w;
+	INIT_WORK(&r, pipe_reader);
+	INIT_WORK(&w, pipe_writer);
+	queue_work_on(test_cpu(), wq, &r);
+	queue_work_on(test_cpu(), wq, &w);
+	std::atomic<bool> done{false};
+	std::thread t([&] {
+		flush_workqueue(wq);
+		done = true;
+	});
+	bool ok = wait_until([&] { return done.load(); }, 20000ms);
+	if (!ok)
+		(void)!write(pipefd[1], "x", 1); // unblock so the test can finish
+	t.join();
+	EXPECT_TRUE(ok);
+	destroy_workqueue(wq);
+	close(pipefd[0]);
+	close(pipefd[1]);
+}
+
+TEST(unannotated_blocking, items_blocked_on_a_contended_mutex_let_others_run)
+{
+	inside = peak = 0;
+	auto *wq = alloc_workqueue("mutex", WQ_PERCPU, 0);
+	std::vector<work_struct> ws(3);
+	{
+		std::lock_guard lk(contended);
+		for (auto &w : ws) {
+			INIT_WORK(&w, mutex_fn);
+			queue_work_on(test_cpu(), wq, &w);
+		}
+		EXPECT_TRUE(wait_until([] { return peak.load() >= 2; }));
+	}
+	flush_workqueue(wq);
+	destroy_workqueue(wq);
+}
+
+// ---- CPU hogs --------------------------------------------------------------------
+
+namespace {
+std::atomic<bool> burner_done{false};
+std::atomic<bool> small_ran_during_burn{false};
+void burner_fn(work_struct *)
+{
+	auto end = std::chrono::steady_clock::now() + 300ms;
+	while (std::chrono::steady_clock::now() < end) {
+	}
+	burner_done = true;
+}
+void small_fn(work_struct *)
+{
+	if (!burner_done)
+		small_ran_during_burn = true;
+}
+} // namespace
+
+TEST(cpu_hog, burner_is_reclassified_so_the_item_behind_it_runs)
+{
+	ASSERT_EQ(cmwq_param_set("workqueue.cpu_intensive_thresh_us", "10000"), 0);
+	auto *wq = alloc_workqueue("hog", WQ_PERCPU, 0);
+	work_struct b, s;
+	INIT_WORK(&b, burner_fn);
+	INIT_WORK(&s, small_fn);
+	testing::internal::CaptureStderr();
+	queue_work_on(test_cpu(), wq, &b);
+	queue_work_on(test_cpu(), wq, &s);
+	flush_workqueue(wq);
+	std::string err = testing::internal::GetCapturedStderr();
+	EXPECT_TRUE(small_ran_during_burn.load());
+	uint64_t st[PWQ_NR_STATS];
+	cmwq_workqueue_stats(wq, st);
+	EXPECT_GE(st[PWQ_STAT_CPU_INTENSIVE], 1u);
+	destroy_workqueue(wq);
+}
+
+TEST(cpu_hog, report_line_on_the_power_of_two_schedule)
+{
+	ASSERT_EQ(cmwq_param_set("workqueue.cpu_intensive_thresh_us", "2000"), 0);
+	ASSERT_EQ(cmwq_param_set("workqueue.cpu_intensive_warning_thresh", "2"), 0);
+	auto *wq = alloc_workqueue("hog2", WQ_PERCPU, 0);
+	testing::internal::CaptureStderr();
+	for (int i = 0; i < 3; i++) {
+		work_struct w;
+		INIT_WORK(&w, [](work_struct *) { mdelay(8); });
+		queue_work_on(test_cpu(), wq, &w);
+		flush_work(&w);
+	}
+	std::string err = testing::internal::GetCapturedStderr();
+	EXPECT_NE(err.find("hogged CPU for >2000us 2 times, consider switching to WQ_UNBOUND"), std::string::npos)
+		<< err;
+	EXPECT_NE(err.find("hogged CPU for >2000us 3 times"), std::string::npos) << err;
+	destroy_workqueue(wq);
+	cmwq_param_set("workqueue.cpu_intensive_thresh_us", "10000");
+	cmwq_param_set("workqueue.cpu_intensive_warning_thresh", "4");
+}
+
+// ---- rescuer and failing worker creation ------------------------------------------
+
+namespace {
+std::atomic<bool> b_ran{false}, b_by_rescuer{false};
+std::atomic<int> waiters_done{0}, started_waiters{0};
+void waits_for_b(work_struct *)
+{
+	started_waiters++;
+	auto end = std::chrono::steady_clock::now() + 30s;
+	while (!b_ran && std::chrono::steady_clock::now() < end)
+		msleep(1);
+	waiters_done++;
+}
+void b_fn(work_struct *)
+{
+	b_by_rescuer = current_is_workqueue_rescuer();
+	b_ran = true;
+}
+
+void run_starved(workqueue_struct *wq, const char *wq_name, bool expect_rescue)
+{
+	b_ran = b_by_rescuer = false;
+	waiters_done = 0;
+	started_waiters = 0;
+	// Warm the pool so it has its workers, then fail every creation.
+	work_struct warm;
+	INIT_WORK(&warm, [](work_struct *) {});
+	queue_work(wq, &warm);
+	flush_work(&warm);
+	ASSERT_EQ(cmwq_param_set("cmwq.fail_worker_creation", "-1"), 0);
+	// Occupy every worker of the pool with an item that waits for b.
+	std::string name = wq_name;
+	auto idle_of_pool = [&] {
+		auto si = cmwq::snapshot();
+		int pool = -1;
+		for (auto &w : si.workqueues)
+			if (w.name == name)
+				pool = w.cpu_pool.front();
+		for (auto &p : si.pools)
+			if (p.id == pool)
+				return p.nr_idle;
+		return -1;
+	};
+	std::vector<work_struct> waiters(16);
+	int nwait = 0;
+	for (auto &w : waiters) {
+		if (idle_of_pool() == 0)
+			break;
+		INIT_WORK(&w, waits_for_b);
+		queue_work(wq, &w);
+		nwait++;
+		int started = nwait;
+		ASSERT_TRUE(wait_until([&] { return started_waiters.load() >= started; }));
+	}
+	work_struct b;
+	INIT_WORK(&b, b_fn);
+	queue_work(wq, &b);
+	if (expect_rescue) {
+		EXPECT_TRUE(wait_until([] { return b_ran.load(); }, 20000ms));
+		EXPECT_TRUE(b_by_rescuer.load());
+	} else {
+		std::this_thread::sleep_for(300ms);
+	}
+	ASSERT_EQ(cmwq_param_set("cmwq.fail_worker_creation", "0"), 0);
+	flush_workqueue(wq);
+	EXPECT_TRUE(b_ran.load());
+	EXPECT_EQ(waiters_done.load(), nwait);
+}
+} // namespace
+
+TEST(rescuer, reclaim_queue_progresses_while_worker_creation_fails)
+{
+	auto *wq = alloc_workqueue("reclaim", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	auto *attrs = alloc_workqueue_attrs();
+	attrs->nice = 3; // a pool of its own
+	ASSERT_EQ(apply_workqueue_attrs(wq, attrs), 0);
+	free_workqueue_attrs(attrs);
+	run_starved(wq, "reclaim", true);
+	uint64_t st[PWQ_NR_STATS];
+	cmwq_workqueue_stats(wq, st);
+	EXPECT_GE(st[PWQ_STAT_MAYDAY], 1u);
+	EXPECT_GE(st[PWQ_STAT_RESCUED], 1u);
+	destroy_workqueue(wq);
+}
+
+TEST(rescuer, queue_without_rescuer_resumes_once_creation_succeeds)
+{
+	auto *wq = alloc_workqueue("norescue", WQ_UNBOUND, 0);
+	auto *attrs = alloc_workqueue_attrs();
+	attrs->nice = 4;
+	ASSERT_EQ(apply_workqueue_attrs(wq, attrs), 0);
+	free_workqueue_attrs(attrs);
+	run_starved(wq, "norescue", false);
+	destroy_workqueue(wq);
+}
+
+// ---- watchdog ----------------------------------------------------------------------
+
+std::atomic<bool> release_stuck{false};
+void stuck_fn(work_struct *)
+{
+	while (!release_stuck) {
+	} // runnable the whole time: neither blocked nor (with hogs off) a hog
+}
+void behind_fn(work_struct *) {}
+
+TEST(watchdog, stuck_pool_is_reported_with_the_function_name)
+{
+	ASSERT_EQ(cmwq_param_set("workqueue.cpu_intensive_thresh_us", "0"), 0);
+	ASSERT_EQ(cmwq_param_set("workqueue.watchdog_thresh", "1"), 0);
+	auto *wq = alloc_workqueue("stuck", WQ_PERCPU, 0);
+	work_struct s, b;
+	INIT_WORK(&s, stuck_fn);
+	INIT_WORK(&b, behind_fn);
+	testing::internal::CaptureStderr();
+	queue_work_on(test_cpu(), wq, &s);
+	queue_work_on(test_cpu(), wq, &b);
+	std::this_thread::sleep_for(3000ms);
+	release_stuck = true;
+	flush_workqueue(wq);
+	std::string err = testing::internal::GetCapturedStderr();
+	EXPECT_NE(err.find("BUG: workqueue lockup - pool cpus="), std::string::npos) << err;
+	EXPECT_NE(err.find("stuck_fn"), std::string::npos) << err;
+	destroy_workqueue(wq);
+	cmwq_param_set("workqueue.watchdog_thresh", "30");
+	cmwq_param_set("workqueue.cpu_intensive_thresh_us", "10000");
+}
+
+TEST(params, bad_values_are_refused_and_read_back_in_kernel_format)
+{
+	char buf[64];
+	EXPECT_EQ(cmwq_param_set("workqueue.nope", "1"), -ENOENT);
+	EXPECT_EQ(cmwq_param_set("workqueue.default_affinity_scope", "default"), -EINVAL);
+	EXPECT_EQ(cmwq_param_set("workqueue.default_affinity_scope", "cach"), -EINVAL);
+	EXPECT_EQ(cmwq_param_set("workqueue.watchdog_thresh", "-3"), -EINVAL);
+	EXPECT_EQ(cmwq_param_set("workqueue.power_efficient", "1"), -EPERM);
+	ASSERT_EQ(cmwq_param_get("workqueue.default_affinity_scope", buf, sizeof(buf)), 0);
+	EXPECT_STREQ(buf, "cache_shard");
+	ASSERT_EQ(cmwq_param_get("workqueue.cpu_intensive_thresh_us", buf, sizeof(buf)), 0);
+	EXPECT_STREQ(buf, "10000");
+	ASSERT_EQ(cmwq_param_get("workqueue.debug_force_rr_cpu", buf, sizeof(buf)), 0);
+	EXPECT_STREQ(buf, "N");
+	EXPECT_EQ(cmwq_param_get("workqueue.default_affinity_scope", buf, 3), -ERANGE);
+}
