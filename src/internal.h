@@ -226,8 +226,8 @@ struct alignas(256) pool_workqueue {
 struct workqueue_struct {
 	std::mutex mutex;                // W
 	std::string name;                // I
-	unsigned flags = 0;              // W (DRAINING/DESTROYING also read racily)
-	std::atomic<unsigned> aflags{0}; // A: copy of flags for lock-free readers
+	unsigned flags = 0;              // I: creation flags
+	std::atomic<unsigned> aflags{0}; // A: flags plus __WQ_DRAINING/__WQ_DESTROYING
 	int saved_max_active = 0;        // W
 	int saved_min_active = 0;        // W
 	std::atomic<int> max_active{0};  // A: effective (0 while frozen)
@@ -276,6 +276,8 @@ struct globals {
 	cpumask_t usable_mask{};                    // I
 	std::vector<int> requested_unbound;         // G: global cpumask request
 	std::vector<int> unbound_cpus;              // G: effective global unbound mask
+	std::vector<int> cpu_node;                  // I: node of each CPU number
+	int nr_nodes = 1;                           // I
 };
 
 // What must happen after pool->lock is dropped: wakeups of picked workers,
@@ -332,6 +334,8 @@ std::string func_name(work_func_t f);
 
 // Timers (timer.cpp): one thread, a heap on CLOCK_MONOTONIC.
 void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *));
+// Arm t unless it is armed already; returns whether it armed it.
+bool timer_add_if_idle(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *));
 // true if the timer was armed and is now removed (ownership moves to the caller).
 bool timer_delete(timer_list *t);
 void timer_start_thread();

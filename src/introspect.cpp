@@ -72,7 +72,7 @@ static void print_pool_line(FILE *f, worker_pool *pool, uint64_t now)
 	if (pool->nr_idle) {
 		fprintf(f, " idle:");
 		for (list_head *e = pool->idle_list.next; e != &pool->idle_list; e = e->next)
-			fprintf(f, " %d", container_of(e, worker, entry)->tid);
+			fprintf(f, " %d", __atomic_load_n(&container_of(e, worker, entry)->tid, __ATOMIC_ACQUIRE));
 	}
 	fprintf(f, "\n");
 }
@@ -121,7 +121,8 @@ static void show_wq(FILE *f, workqueue_struct *wq, uint64_t now)
 			if (w->current_pwq != pwq)
 				continue;
 			char buf[256];
-			snprintf(buf, sizeof(buf), "%s%d%s:%s for %llus", infl.empty() ? "" : ", ", w->tid,
+			snprintf(buf, sizeof(buf), "%s%d%s:%s for %llus", infl.empty() ? "" : ", ",
+				 __atomic_load_n(&w->tid, __ATOMIC_ACQUIRE),
 				 w->rescuer ? "(RESCUER)" : "", func_name(w->current_func).c_str(),
 				 static_cast<unsigned long long>((now - w->current_start_ns) / 1000000000ull));
 			infl += buf;
@@ -495,7 +496,7 @@ system_info snapshot()
 				wi.nr_inactive++;
 		}
 		if (wq->rescuer)
-			wi.rescuer_tid = wq->rescuer->tid;
+			wi.rescuer_tid = __atomic_load_n(&wq->rescuer->tid, __ATOMIC_ACQUIRE);
 		uint64_t st[PWQ_NR_STATS];
 		sum_stats(wq, st);
 		std::copy(st, st + PWQ_NR_STATS, wi.stats.begin());

@@ -122,7 +122,7 @@ bool sample_pool(worker_pool *pool, uint64_t now)
 			}
 		}
 		for (worker *w : pool->workers) {
-			if (!w->current_work || w->tid == 0)
+			if (!w->current_work || __atomic_load_n(&w->tid, __ATOMIC_ACQUIRE) == 0)
 				continue;
 			uint64_t prog = w->progress.load(std::memory_order_relaxed);
 			if (w->detected) {
@@ -237,6 +237,13 @@ void monitor_thread()
 			m.armed = false;
 		}
 		uint64_t now = now_ns();
+		if (armed && !params().blocked_sample_us.load()) {
+			// Sampling is off: forget the watch marks so turning it on
+			// again starts from a clean state.
+			std::lock_guard gk(g().pool_mutex);
+			for (auto *pool : g().pools)
+				pool->watch.store(false);
+		}
 		if (armed && params().blocked_sample_us.load()) {
 			bool again = false;
 			std::vector<worker_pool *> pools;
@@ -341,8 +348,8 @@ void rescuer_thread(worker *r)
 {
 	workqueue_struct *wq = r->rescue_wq;
 	tl_worker = r;
-	r->tid = static_cast<pid_t>(syscall(SYS_gettid));
-	r->thread = pthread_self();
+	r->thread = pthread_self(); // published by the tid store below
+	__atomic_store_n(&r->tid, static_cast<pid_t>(syscall(SYS_gettid)), __ATOMIC_RELEASE);
 	char name[16];
 	snprintf(name, sizeof(name), "kworker/R-%.5s", wq->name.c_str());
 	pthread_setname_np(pthread_self(), name);
@@ -389,9 +396,7 @@ void rescuer_thread(worker *r)
 
 void mayday_arm(worker_pool *pool)
 {
-	if (pool->mayday_timer.heap_index >= 0)
-		return;
-	timer_add(&pool->mayday_timer, now_ns() + 10000000ull, mayday_timer_fn); // MAYDAY_INITIAL_TIMEOUT
+	timer_add_if_idle(&pool->mayday_timer, now_ns() + 10000000ull, mayday_timer_fn); // MAYDAY_INITIAL_TIMEOUT
 }
 
 void rescuer_start(workqueue_struct *wq)
@@ -436,7 +441,7 @@ void check_flush_dependency(workqueue_struct *target, work_struct *target_work)
 	if (!target_work && cur == target)
 		warn_once_msg("self-wq-flush-" + target->name,
 			      "cmwq: " + func_name(w->current_func) + " on workqueue " + cur->name +
-				      " flushes its own workqueue; it waits for itself (deadlock unless max_active allows)");
+				      " flushes its own workqueue; it waits for itself and deadlocks");
 	if (target->flags & WQ_MEM_RECLAIM)
 		return;
 	if ((cur->flags & (WQ_MEM_RECLAIM | __WQ_LEGACY)) == WQ_MEM_RECLAIM)

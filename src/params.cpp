@@ -112,10 +112,14 @@ std::vector<param> &table()
 					      fprintf(stderr, "workqueue: cache_shard_size must be > 0, setting to 1\n");
 					      x = 1;
 				      }
-				      p.cache_shard_size.store(static_cast<unsigned>(x));
-				      if (g().usable.empty())
+				      if (g().usable.empty()) {
+					      p.cache_shard_size.store(static_cast<unsigned>(x));
 					      return 0;
-				      return set_cache_shard_size(static_cast<unsigned>(x));
+				      }
+				      int err = set_cache_shard_size(static_cast<unsigned>(x));
+				      if (!err)
+					      p.cache_shard_size.store(static_cast<unsigned>(x));
+				      return err;
 			      }});
 		v->push_back(bool_param("workqueue.power_efficient", p.power_efficient, false));
 		v->push_back(uint_param("workqueue.cpu_intensive_thresh_us", "an integer of microseconds (0 disables)",
@@ -143,18 +147,32 @@ std::vector<param> &table()
 					p.blocked_sample_us, 1000000ul));
 		v->push_back(uint_param("cmwq.blocked_window_us", "an integer of microseconds",
 					p.blocked_window_us, 10000000ul));
-		v->push_back(uint_param("cmwq.idle_timeout_s", "an integer of seconds >= 1", p.idle_timeout_s, 86400ul));
+		v->push_back({"cmwq.idle_timeout_s", "an integer of seconds from 1 to 86400", true,
+			      [&p] { return std::to_string(p.idle_timeout_s.load()); },
+			      [&p](const std::string &s) {
+				      unsigned long x;
+				      if (!parse_ulong(s, 86400ul, x) || x == 0)
+					      return -EINVAL;
+				      p.idle_timeout_s.store(static_cast<unsigned>(x));
+				      return 0;
+			      }});
 		v->push_back({"cmwq.control", "0, 1", true, [&p] { return std::string(p.control.load() ? "1" : "0"); },
 			      [&p](const std::string &s) {
 				      bool b;
 				      if (!parse_bool(s, b))
 					      return -EINVAL;
-				      p.control.store(b);
-				      if (g().usable.empty())
+				      if (g().usable.empty()) {
+					      p.control.store(b);
 					      return 0; // applied at start
-				      if (b)
-					      return cmwq_control_start();
+				      }
+				      if (b) {
+					      int err = cmwq_control_start();
+					      if (!err)
+						      p.control.store(true);
+					      return err;
+				      }
 				      cmwq_control_stop();
+				      p.control.store(false);
 				      return 0;
 			      }});
 		return v;

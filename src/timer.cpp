@@ -130,6 +130,17 @@ void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *))
 		b.cv.notify_one();
 }
 
+bool timer_add_if_idle(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *))
+{
+	{
+		std::lock_guard lk(tb().lock);
+		if (t->heap_index >= 0)
+			return false;
+	}
+	timer_add(t, expires_ns, fn); // only its owner arms it; a race adds nothing twice
+	return true;
+}
+
 bool timer_delete(timer_list *t)
 {
 	auto &b = tb();

@@ -152,9 +152,9 @@ static void worker_enter_idle(worker *w)
 	pool->nr_idle++;
 	w->last_active_ns = now_ns();
 	list_add(&w->entry, &pool->idle_list);
-	if (too_many_workers(pool->counts()) && pool->idle_timer.heap_index < 0)
-		timer_add(&pool->idle_timer, w->last_active_ns + params().idle_timeout_s.load() * 1000000000ull,
-			  idle_timer_fn);
+	if (too_many_workers(pool->counts()))
+		timer_add_if_idle(&pool->idle_timer,
+				  w->last_active_ns + params().idle_timeout_s.load() * 1000000000ull, idle_timer_fn);
 }
 
 static void worker_leave_idle(worker *w)
@@ -177,7 +177,7 @@ static bool kick_pool(worker_pool *pool, deferred &d)
 	if (list_empty(&pool->idle_list)) {
 		if (pool->nr_workers == 0 && !pool->creating && now_ns() >= pool->create_fail_until_ns)
 			d.create = pool;
-		else if (pool->nr_workers == 0 || (pool->flags & POOL_MANAGER_ACTIVE) == 0)
+		else if (!pool->max_workers || pool->nr_workers < pool->max_workers)
 			mayday_arm(pool);
 		return false;
 	}
@@ -229,8 +229,14 @@ static void put_pwq(pool_workqueue *pwq, deferred &d)
 	if (--pwq->refcnt)
 		return;
 	pwq->released = true;
-	if (d.nr_release < 2)
+	// destroy_workqueue waits for busy_refs, so it cannot free the pwq or
+	// the workqueue before this release has run.
+	pwq->wq->busy_refs.fetch_add(1, std::memory_order_acq_rel);
+	if (d.nr_release < 2) {
 		d.release[d.nr_release++] = pwq;
+	} else {
+		pwq_release(pwq); // cannot happen today: one release per locked section
+	}
 }
 
 static bool wq_unbound(const workqueue_struct *wq) { return wq->flags & WQ_UNBOUND; }
@@ -240,6 +246,12 @@ static wq_node_nr_active *pwq_nna(pool_workqueue *pwq)
 	if (!wq_unbound(pwq->wq))
 		return nullptr;
 	return pwq->wq->node_nr_active[pwq->slot_node];
+}
+
+static bool nna_full(wq_node_nr_active *nna)
+{
+	std::lock_guard lk(nna->lock);
+	return nna->nr >= nna->max;
 }
 
 static void nna_remove_pending(wq_node_nr_active *nna, pool_workqueue *pwq)
@@ -316,6 +328,8 @@ static bool pwq_activate_first_inactive(pool_workqueue *pwq, bool fill)
 	return true;
 }
 
+static void node_activate_pending(pool_workqueue *pwq, wq_node_nr_active *nna, deferred &d);
+
 static void pwq_dec_nr_active(pool_workqueue *pwq, deferred &d)
 {
 	pwq->nr_active--;
@@ -325,10 +339,23 @@ static void pwq_dec_nr_active(pool_workqueue *pwq, deferred &d)
 			kick_pool(pwq->pool, d);
 		return;
 	}
-	pool_workqueue *next = nullptr;
 	{
 		std::lock_guard lk(nna->lock);
 		nna->nr--;
+	}
+	node_activate_pending(pwq, nna, d);
+}
+
+// A slot of nna is free: give it to the first waiting pwq that has an
+// inactive item (kernel node_activate_pending_pwq). pwqs of our own pool are
+// handled here; the first of another pool is handed to deferred::run, which
+// calls node_activate_pending_unlocked() if it had nothing after all.
+static void node_activate_pending(pool_workqueue *pwq, wq_node_nr_active *nna, deferred &d)
+{
+	for (;;) {
+	pool_workqueue *next = nullptr;
+	{
+		std::lock_guard lk(nna->lock);
 		if (nna->nr < nna->max && !nna->pending.empty()) {
 			next = nna->pending.front();
 			// Rotate: round robin across waiting pwqs.
@@ -339,12 +366,13 @@ static void pwq_dec_nr_active(pool_workqueue *pwq, deferred &d)
 	if (!next) {
 		// Nobody else waits on this node: our own backlog takes the slot
 		// (also how an unplugged ordered pwq keeps going).
-		if (pwq_activate_first_inactive(pwq, false))
+		if (pwq && pwq_activate_first_inactive(pwq, false))
 			kick_pool(pwq->pool, d);
 		return;
 	}
-	if (next->pool == pwq->pool) {
-		if (pwq_activate_first_inactive(next, true))
+	if (pwq && next->pool == pwq->pool) {
+		bool activated = pwq_activate_first_inactive(next, true);
+		if (activated)
 			kick_pool(next->pool, d);
 		if (!list_empty(&next->inactive_works)) {
 			std::lock_guard lk(nna->lock);
@@ -353,6 +381,9 @@ static void pwq_dec_nr_active(pool_workqueue *pwq, deferred &d)
 				next->on_pending = true;
 			}
 		}
+		if (activated || nna_full(nna))
+			return;
+		continue; // it had nothing (cancelled): try the next waiter
 	} else if (d.nr_activate < 2) {
 		// Activated after our lock is dropped; busy_refs keeps the
 		// workqueue (and so the pwq) from being freed meanwhile.
@@ -363,9 +394,12 @@ static void pwq_dec_nr_active(pool_workqueue *pwq, deferred &d)
 		nna->pending.insert(nna->pending.begin(), next);
 		next->on_pending = true;
 	}
+	return;
+	}
 }
 
 static void flush_color_done(workqueue_struct *wq);
+
 
 static void pwq_dec_nr_in_flight(pool_workqueue *pwq, unsigned long data, deferred &d)
 {
@@ -565,8 +599,8 @@ static void worker_thread(worker *w)
 {
 	worker_pool *pool = w->pool;
 	tl_worker = w;
-	w->tid = static_cast<pid_t>(syscall(SYS_gettid));
-	w->thread = pthread_self();
+	w->thread = pthread_self(); // published by the tid store below
+	__atomic_store_n(&w->tid, static_cast<pid_t>(syscall(SYS_gettid)), __ATOMIC_RELEASE);
 	set_thread_name(w);
 	pin_self(pool->cpus);
 	apply_nice(pool->nice);
@@ -648,6 +682,11 @@ static bool create_worker(worker_pool *pool)
 		pool->nr_workers--;
 		auto &ws = pool->workers;
 		ws.erase(std::find(ws.begin(), ws.end(), w));
+		pool->lock.unlock();
+		int n = 0;
+		while (w->pins.load(std::memory_order_acquire)) // a kicker picked it
+			spin_pause(n);
+		pool->lock.lock();
 		delete w;
 		warn_once_msg("create-fail-real", std::string("cmwq: Failed to create a worker thread: ") + e.what() +
 							  " (retrying after a 1 s cooldown)");
@@ -702,12 +741,14 @@ void deferred::run()
 	for (int i = 0; i < nr_activate; i++) {
 		pool_workqueue *pwq = activate[i];
 		deferred d;
+		bool activated;
+		wq_node_nr_active *nna = pwq_nna(pwq);
 		{
 			std::lock_guard lk(pwq->pool->lock);
-			if (pwq_activate_first_inactive(pwq, true))
+			activated = pwq_activate_first_inactive(pwq, true);
+			if (activated)
 				kick_pool(pwq->pool, d);
 			if (!list_empty(&pwq->inactive_works)) {
-				wq_node_nr_active *nna = pwq_nna(pwq);
 				std::lock_guard nl(nna->lock);
 				if (!pwq->on_pending) {
 					nna->pending.push_back(pwq);
@@ -716,16 +757,26 @@ void deferred::run()
 			}
 		}
 		d.run();
+		if (!activated) {
+			// Nothing there after all: offer the slot to the next waiter.
+			deferred d2;
+			node_activate_pending(nullptr, nna, d2);
+			d2.run();
+		}
 		pwq->wq->busy_refs.fetch_sub(1, std::memory_order_acq_rel);
 	}
-	for (int i = 0; i < nr_release; i++)
+	for (int i = 0; i < nr_release; i++) {
+		workqueue_struct *wq = release[i]->wq;
 		pwq_release(release[i]);
+		wq->busy_refs.fetch_sub(1, std::memory_order_acq_rel);
+	}
 	if (create) {
 		worker_pool *pool = create;
 		{
 			std::lock_guard lk(pool->lock);
 			if (pool->creating || !need_to_create_worker(pool->counts()) ||
-			    now_ns() < pool->create_fail_until_ns)
+			    now_ns() < pool->create_fail_until_ns ||
+			    (pool->max_workers && pool->nr_workers >= pool->max_workers))
 				return;
 			pool->creating = true;
 		}
@@ -760,10 +811,7 @@ void worker_sleeping(worker *w, bool from_monitor)
 		w->pool->nr_running--;
 		if (kick_pool(w->pool, d) && w->current_pwq)
 			w->current_pwq->stats[PWQ_STAT_CM_WAKEUP].fetch_add(1, std::memory_order_relaxed);
-		else if (need_to_create_worker(w->pool->counts()) && w->pool->nr_workers && !from_monitor) {
-			// No spare: the running worker normally keeps one; create now.
-			d.create = nullptr;
-		}
+		(void)from_monitor;
 	}
 	d.run();
 }
@@ -774,9 +822,10 @@ void worker_running(worker *w)
 	if (!w->sleeping)
 		return;
 	w->sleeping = false;
+	w->detected = false;
 	if (!(w->flags & WORKER_NOT_RUNNING))
 		w->pool->nr_running++;
-	w->current_at_cpu_ns = thread_cpu_ns(0);
+	__atomic_store_n(&w->current_at_cpu_ns, thread_cpu_ns(0), __ATOMIC_RELAXED);
 }
 
 uint64_t thread_cpu_ns(pid_t)
@@ -1117,13 +1166,13 @@ bool queue_work_node(int node, workqueue_struct *wq, work_struct *work)
 						    " (only WQ_UNBOUND workqueues are meant for it)");
 	int cpu = WORK_CPU_UNBOUND;
 	auto &gl = g();
-	if (node >= 0 && node < gl.topo.nr_nodes) {
+	if (node >= 0 && node < gl.nr_nodes) {
 		int cur = current_cpu();
-		if (gl.topo.cpu_node[static_cast<size_t>(cur)] == node)
+		if (gl.cpu_node[static_cast<size_t>(cur)] == node)
 			cpu = cur;
 		else
 			for (int c : gl.usable)
-				if (gl.topo.cpu_node[static_cast<size_t>(c)] == node) {
+				if (gl.cpu_node[static_cast<size_t>(c)] == node) {
 					cpu = c;
 					break;
 				}
@@ -1330,10 +1379,8 @@ extern "C" void drain_workqueue(workqueue_struct *wq)
 {
 	{
 		std::lock_guard lk(wq->mutex);
-		if (wq->nr_drainers++ == 0) {
-			wq->flags |= __WQ_DRAINING;
-			wq->aflags.store(wq->flags);
-		}
+		if (wq->nr_drainers++ == 0)
+			wq->aflags.fetch_or(__WQ_DRAINING);
 	}
 	for (unsigned tries = 1;; tries++) {
 		flush_workqueue_impl(wq);
@@ -1351,10 +1398,8 @@ extern "C" void drain_workqueue(workqueue_struct *wq)
 				wq->name.c_str(), tries);
 	}
 	std::lock_guard lk(wq->mutex);
-	if (--wq->nr_drainers == 0) {
-		wq->flags &= ~__WQ_DRAINING;
-		wq->aflags.store(wq->flags);
-	}
+	if (--wq->nr_drainers == 0)
+		wq->aflags.fetch_and(~static_cast<unsigned>(__WQ_DRAINING));
 }
 
 namespace cmwq::detail {

@@ -170,6 +170,8 @@ void ensure_started()
 		for (auto &w : gl.topo.warnings)
 			fprintf(stderr, "cmwq: %s\n", w.c_str());
 		build_cpu_index(gl);
+		gl.cpu_node = gl.topo.cpu_node;
+		gl.nr_nodes = gl.topo.nr_nodes;
 		gl.unbound_cpus = gl.usable;
 		gl.requested_unbound = gl.usable;
 		init_percpu_pools(gl);
@@ -279,7 +281,7 @@ static pool_workqueue *new_pwq(workqueue_struct *wq, worker_pool *pool)
 	INIT_LIST_HEAD(&pwq->inactive_works);
 	INIT_LIST_HEAD(&pwq->pwqs_node);
 	if (wq->flags & WQ_UNBOUND)
-		pwq->slot_node = pool->node >= 0 ? pool->node : g().topo.nr_nodes;
+		pwq->slot_node = pool->node >= 0 ? pool->node : g().nr_nodes;
 	return pwq;
 }
 
@@ -444,11 +446,11 @@ static void wq_update_node_max_active(workqueue_struct *wq, const std::vector<in
 	int max = wq->max_active.load();
 	int min = wq->min_active;
 	int total = static_cast<int>(eff.size());
-	int nr_nodes = gl.topo.nr_nodes;
+	int nr_nodes = gl.nr_nodes;
 	for (int n = 0; n < nr_nodes; n++) {
 		int cnt = 0;
 		for (int c : eff)
-			if (gl.topo.cpu_node[static_cast<size_t>(c)] == n)
+			if (gl.cpu_node[static_cast<size_t>(c)] == n)
 				cnt++;
 		int share = total ? (max * cnt + total - 1) / total : min;
 		share = std::clamp(share, min, std::max(min, max));
@@ -588,6 +590,7 @@ struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags, in
 	bool hi = flags & WQ_HIGHPRI;
 
 	std::vector<pool_workqueue *> release;
+	bool failed = false;
 	{
 		std::lock_guard gk(gl.pool_mutex);
 		if ((flags & WQ_SYSFS))
@@ -599,7 +602,7 @@ struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags, in
 				}
 		std::lock_guard wk(wq->mutex);
 		if (flags & WQ_UNBOUND) {
-			for (int n = 0; n <= gl.topo.nr_nodes; n++)
+			for (int n = 0; n <= gl.nr_nodes; n++)
 				wq->node_nr_active.push_back(new wq_node_nr_active);
 			workqueue_attrs &a = wq->unbound_attrs;
 			a.nice = hi ? -20 : 0;
@@ -611,10 +614,11 @@ struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags, in
 			a.ordered = flags & __WQ_ORDERED;
 			pwq_plan plan;
 			if (plan_unbound_pwqs(wq, a, plan)) {
-				delete wq;
-				return nullptr;
+				// Out of pool ids: refuse (the partial plan is not freed).
+				failed = true;
+			} else {
+				release = commit_unbound_pwqs(wq, plan);
 			}
-			release = commit_unbound_pwqs(wq, plan);
 		} else {
 			auto &pools = (flags & WQ_BH) ? gl.bh_pools[hi] : gl.cpu_pools[hi];
 			for (int cpu : gl.usable) {
@@ -623,9 +627,15 @@ struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags, in
 				list_add_tail(&pwq->pwqs_node, &wq->pwqs);
 			}
 		}
-		wq_adjust_max_active(wq);
-		wq->sysfs = flags & WQ_SYSFS;
-		gl.workqueues.push_back(wq);
+		if (!failed) {
+			wq_adjust_max_active(wq);
+			wq->sysfs = flags & WQ_SYSFS;
+			gl.workqueues.push_back(wq);
+		}
+	}
+	if (failed) {
+		delete wq;
+		return nullptr;
 	}
 	for (auto *p : release)
 		pwq_release(p);
@@ -643,8 +653,7 @@ void destroy_workqueue(struct workqueue_struct *wq)
 	}
 	{
 		std::lock_guard wk(wq->mutex);
-		wq->flags |= __WQ_DESTROYING;
-		wq->aflags.store(wq->flags);
+		wq->aflags.fetch_or(__WQ_DESTROYING);
 	}
 	drain_workqueue(wq);
 	rescuer_stop(wq);

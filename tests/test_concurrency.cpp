@@ -65,16 +65,17 @@ struct scen_item {
 void scen_fn(work_struct *w)
 {
 	auto *s = container_of(w, scen_item, work);
+	// The rst's 5 ms / 10 ms timeline scaled by 4 for margin on a loaded machine.
 	ev(s->name + ".start");
-	mdelay(5); // CPU
+	mdelay(20); // CPU
 	ev(s->name + ".sleep");
-	msleep(10); // blocks, with the hint
+	msleep(40); // blocks, with the hint
 	if (s->second_burn)
-		mdelay(5);
+		mdelay(20);
 	ev(s->name + ".done");
 }
 
-void run_scenario(int max_active, bool w12_cpu_intensive)
+void run_scenario_once(int max_active, bool w12_cpu_intensive)
 {
 	events.clear();
 	auto *wq0 = alloc_workqueue("scen0", WQ_PERCPU, max_active);
@@ -92,6 +93,18 @@ void run_scenario(int max_active, bool w12_cpu_intensive)
 		destroy_workqueue(wq12);
 	}
 	destroy_workqueue(wq0);
+}
+
+// The first run also creates the pool's spare workers; the second is the
+// one asserted, as on a system that has been running for a while.
+void run_scenario(int max_active, bool w12_cpu_intensive)
+{
+	// 20 ms of CPU would be a hog at the default 10 ms threshold; the rst's
+	// timeline has none, so the threshold is raised for the scenarios.
+	cmwq_param_set("workqueue.cpu_intensive_thresh_us", "1000000");
+	run_scenario_once(max_active, w12_cpu_intensive);
+	run_scenario_once(max_active, w12_cpu_intensive);
+	cmwq_param_set("workqueue.cpu_intensive_thresh_us", "10000");
 }
 
 } // namespace
