@@ -1,0 +1,205 @@
+# Installed-package checks, the C API test and check_headers.
+#
+# A consumer sees only what `cmake --install` puts under a prefix, so these
+# tests install into <build>/stage (the prefix scripts/test.sh uses) and build
+# against that: kernel_style.c and c_api.c with the pkg-config command line
+# README.md gives, examples/ with find_package(cmwq). The file has two modes:
+# included by tests/CMakeLists.txt it registers the tests; run with
+# `cmake -DSTEP=... -P` it performs one step, so every step is a CMake script
+# rather than shell quoting inside add_test.
+
+if(CMAKE_SCRIPT_MODE_FILE)
+  # ---- script mode: one step ----------------------------------------------
+  function(run_or_die what)
+    execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "${what} failed (${rc})")
+    endif()
+  endfunction()
+
+  get_filename_component(stage "${STAGE}" REALPATH)
+
+  if(STEP STREQUAL "pkg_config")
+    # Build SRC exactly as README.md says, with the staged cmwq.pc, and run it.
+    set(ENV{PKG_CONFIG_PATH} "${stage}/${LIBDIR}/pkgconfig")
+    execute_process(COMMAND pkg-config --variable=libdir cmwq
+                    OUTPUT_VARIABLE libdir OUTPUT_STRIP_TRAILING_WHITESPACE
+                    RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "pkg-config cannot find cmwq in $ENV{PKG_CONFIG_PATH}")
+    endif()
+    get_filename_component(libdir "${libdir}" REALPATH)
+    if(NOT libdir STREQUAL "${stage}/${LIBDIR}")
+      message(FATAL_ERROR "the staged cmwq.pc gives libdir=${libdir}, not "
+        "${stage}/${LIBDIR}: cmwq.pc is not relocatable (its prefix should "
+        "derive from \${pcfiledir})")
+    endif()
+    set(cmd "\"$0\" -std=c11 -Wall -Wextra -Werror \"$1\" $(pkg-config --cflags --libs cmwq) -o \"$2\"")
+    message(STATUS "PKG_CONFIG_PATH=$ENV{PKG_CONFIG_PATH}")
+    message(STATUS "${CC} -std=c11 -Wall -Wextra -Werror ${SRC} $(pkg-config --cflags --libs cmwq) -o ${OUT}")
+    run_or_die("compiling ${SRC}" sh -c "${cmd}" "${CC}" "${SRC}" "${OUT}")
+    execute_process(COMMAND "${OUT}" RESULT_VARIABLE rc
+                    OUTPUT_VARIABLE out ERROR_VARIABLE out)
+    message(STATUS "${OUT}:\n${out}")
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "${OUT} exited with ${rc}")
+    endif()
+    if(EXPECT AND NOT out MATCHES "${EXPECT}")
+      message(FATAL_ERROR "${OUT} did not print \"${EXPECT}\"")
+    endif()
+    # The rpath from cmwq.pc must resolve to the staged library.
+    find_program(ldd ldd)
+    if(ldd)
+      execute_process(COMMAND ${ldd} "${OUT}" OUTPUT_VARIABLE deps)
+      string(REGEX MATCH "libcmwq\\.so[.0-9]* => ([^ \n]+)" loaded "${deps}")
+      get_filename_component(loaded "${CMAKE_MATCH_1}" DIRECTORY)
+      get_filename_component(loaded "${loaded}" REALPATH)
+      if(NOT loaded STREQUAL "${stage}/${LIBDIR}")
+        message(FATAL_ERROR "${OUT} does not load the staged libcmwq:\n${deps}")
+      endif()
+    endif()
+
+  elseif(STEP STREQUAL "find_package")
+    # Configure, build and run examples/ against the stage alone.
+    file(REMOVE_RECURSE "${WORK}")
+    set(gen -G "${GENERATOR}")
+    if(MAKE_PROGRAM)
+      list(APPEND gen -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM})
+    endif()
+    run_or_die("configuring examples/" ${CMAKE_COMMAND} -S "${SRC_DIR}" -B "${WORK}" ${gen}
+      -DCMAKE_PREFIX_PATH=${stage} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+      -DCMAKE_C_COMPILER=${CC} -DCMAKE_CXX_COMPILER=${CXX}
+      -DCMAKE_BUILD_TYPE=${CONFIG})
+    file(STRINGS "${WORK}/CMakeCache.txt" found REGEX "^cmwq_DIR:")
+    string(REGEX REPLACE "^[^=]*=" "" found "${found}")
+    get_filename_component(found "${found}" REALPATH)
+    string(FIND "${found}" "${stage}/" at)
+    if(NOT at EQUAL 0)
+      message(FATAL_ERROR "find_package(cmwq) found ${found}, not the stage ${stage}")
+    endif()
+    run_or_die("building examples/" ${CMAKE_COMMAND} --build "${WORK}" --config "${CONFIG}")
+    run_or_die("running examples/" ${CTEST} --test-dir "${WORK}" -C "${CONFIG}"
+      --output-on-failure)
+
+  else()
+    message(FATAL_ERROR "unknown STEP '${STEP}'")
+  endif()
+  return()
+endif()
+
+# ---- configure mode: register the tests -------------------------------------
+
+set(cmwq_install_script ${CMAKE_CURRENT_LIST_FILE})
+set(cmwq_stage ${CMAKE_BINARY_DIR}/stage)
+
+# The C API test, in-tree: built with the project's flags and sanitizers.
+add_executable(c_api ${CMAKE_CURRENT_LIST_DIR}/c_api.c)
+set_target_properties(c_api PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON
+  C_EXTENSIONS OFF LINKER_LANGUAGE CXX)
+target_link_libraries(c_api PRIVATE cmwq_static)
+cmwq_target_defaults(c_api)
+add_test(NAME c_api_returns_kernel_values COMMAND c_api)
+set_tests_properties(c_api_returns_kernel_values PROPERTIES TIMEOUT 300)
+
+# Install into the stage once, before any consumer test.
+add_test(NAME install_into_stage
+  COMMAND ${CMAKE_COMMAND} --install ${CMAKE_BINARY_DIR} --prefix ${cmwq_stage}
+          --config $<CONFIG>)
+set_tests_properties(install_into_stage PROPERTIES
+  FIXTURES_SETUP cmwq_stage RESOURCE_LOCK cmwq_stage TIMEOUT 120)
+
+# The USDT probes survive installation. Skipped without readelf, or when
+# <sys/sdt.h> was missing at configure time (no probes were compiled in).
+if(CMWQ_HAVE_SDT)
+  if(CMAKE_READELF)
+    set(cmwq_readelf ${CMAKE_READELF})
+  else()
+    set(cmwq_readelf readelf)
+  endif()
+  add_test(NAME installed_library_has_stapsdt_notes
+    COMMAND sh -c [[
+      command -v "$1" >/dev/null 2>&1 || { echo "SKIP: no readelf"; exit 77; }
+      cd "$2" || exit 1
+      n=$("$1" -n "$3"/libcmwq.so | grep -c stapsdt)
+      echo "$n stapsdt notes in $2/$3/libcmwq.so"
+      test "$n" -gt 0]]
+      sh ${cmwq_readelf} ${cmwq_stage} ${CMAKE_INSTALL_LIBDIR})
+else()
+  add_test(NAME installed_library_has_stapsdt_notes
+    COMMAND sh -c "echo 'SKIP: <sys/sdt.h> not found at configure time (systemtap-sdt-dev)'; exit 77")
+endif()
+set_tests_properties(installed_library_has_stapsdt_notes PROPERTIES
+  FIXTURES_REQUIRED cmwq_stage SKIP_RETURN_CODE 77 TIMEOUT 60)
+
+# Installed programs find the installed library wherever the prefix is.
+if(CMWQ_BUILD_TOOLS)
+  add_test(NAME installed_wq_dump_runs_from_stage
+    COMMAND ${cmwq_stage}/${CMAKE_INSTALL_BINDIR}/wq_dump --topology-only)
+  set_tests_properties(installed_wq_dump_runs_from_stage PROPERTIES
+    FIXTURES_REQUIRED cmwq_stage TIMEOUT 60)
+endif()
+
+# Consumers of the stage. Not in sanitizer builds: the README's command line
+# has no -fsanitize, and an instrumented library needs its runtime loaded
+# first. The in-tree c_api test covers the same calls there.
+if(NOT CMWQ_SANITIZE)
+  function(cmwq_pkg_config_test name src expect)
+    get_filename_component(exe ${src} NAME_WE)
+    add_test(NAME ${name}
+      COMMAND ${CMAKE_COMMAND} -DSTEP=pkg_config -DSTAGE=${cmwq_stage}
+              -DLIBDIR=${CMAKE_INSTALL_LIBDIR} -DCC=${CMAKE_C_COMPILER}
+              -DSRC=${src} -DOUT=${CMAKE_BINARY_DIR}/install-check/${exe}
+              -DEXPECT=${expect} -P ${cmwq_install_script})
+    set_tests_properties(${name} PROPERTIES
+      FIXTURES_REQUIRED cmwq_stage TIMEOUT 300)
+  endfunction()
+  cmwq_pkg_config_test(installed_pkg_config_builds_kernel_style_with_werror_and_runs
+    ${PROJECT_SOURCE_DIR}/examples/kernel_style.c "")
+  cmwq_pkg_config_test(installed_pkg_config_builds_c_api_with_werror_and_passes
+    ${CMAKE_CURRENT_LIST_DIR}/c_api.c "[1-9][0-9]* passed, 0 failed")
+  add_test(NAME installed_find_package_builds_and_runs_examples
+    COMMAND ${CMAKE_COMMAND} -DSTEP=find_package -DSTAGE=${cmwq_stage}
+            -DSRC_DIR=${PROJECT_SOURCE_DIR}/examples
+            -DWORK=${CMAKE_BINARY_DIR}/install-check/examples
+            -DGENERATOR=${CMAKE_GENERATOR} -DMAKE_PROGRAM=${CMAKE_MAKE_PROGRAM}
+            -DCC=${CMAKE_C_COMPILER} -DCXX=${CMAKE_CXX_COMPILER}
+            -DCTEST=${CMAKE_CTEST_COMMAND} -DCONFIG=$<CONFIG>
+            -P ${cmwq_install_script})
+  set_tests_properties(installed_find_package_builds_and_runs_examples PROPERTIES
+    FIXTURES_REQUIRED cmwq_stage TIMEOUT 300)
+  file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/install-check)
+else()
+  message(STATUS "cmwq: installed-package consumer tests off under CMWQ_SANITIZE=${CMWQ_SANITIZE}")
+endif()
+
+# check_headers: each public header compiles alone (and twice: include
+# guards), C headers as C11 and C++20, .hpp as C++20, warnings as errors.
+# One test per header and language; the target runs them all.
+file(GLOB_RECURSE cmwq_public_headers CONFIGURE_DEPENDS
+  RELATIVE ${PROJECT_SOURCE_DIR}/include
+  ${PROJECT_SOURCE_DIR}/include/*.h ${PROJECT_SOURCE_DIR}/include/*.hpp)
+set(cmwq_header_flags -Wall -Wextra -Wpedantic -Werror -fsyntax-only
+  -I${PROJECT_SOURCE_DIR}/include)
+set(cmwq_header_commands)
+foreach(h ${cmwq_public_headers})
+  string(MAKE_C_IDENTIFIER ${h} id)
+  set(langs cxx20)
+  if(h MATCHES "\\.h$")
+    list(PREPEND langs c11)
+  endif()
+  foreach(lang ${langs})
+    if(lang STREQUAL "c11")
+      set(tu ${CMAKE_BINARY_DIR}/check_headers/${id}.c)
+      set(cmd ${CMAKE_C_COMPILER} -std=c11 ${cmwq_header_flags} ${tu})
+    else()
+      set(tu ${CMAKE_BINARY_DIR}/check_headers/${id}.cpp)
+      set(cmd ${CMAKE_CXX_COMPILER} -std=c++20 ${cmwq_header_flags} ${tu})
+    endif()
+    file(CONFIGURE OUTPUT ${tu} CONTENT "#include <${h}>\n#include <${h}>\n")
+    add_test(NAME check_headers.${h}.${lang} COMMAND ${cmd})
+    set_tests_properties(check_headers.${h}.${lang} PROPERTIES TIMEOUT 60)
+    list(APPEND cmwq_header_commands COMMAND ${cmd})
+  endforeach()
+endforeach()
+add_custom_target(check_headers ${cmwq_header_commands}
+  COMMENT "Compiling each public header alone" VERBATIM)
