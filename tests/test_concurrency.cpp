@@ -12,6 +12,7 @@
 #include <cmwq/introspect.hpp>
 #include <cmwq/topology.hpp>
 
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -56,6 +57,12 @@ size_t at(const std::string &e)
 	return SIZE_MAX;
 }
 
+#if defined(__SANITIZE_THREAD__)
+constexpr unsigned slow = 5;
+#else
+constexpr unsigned slow = 1;
+#endif
+
 struct scen_item {
 	work_struct work;
 	std::string name;
@@ -65,13 +72,14 @@ struct scen_item {
 void scen_fn(work_struct *w)
 {
 	auto *s = container_of(w, scen_item, work);
-	// The rst's 5 ms / 10 ms timeline scaled by 4 for margin on a loaded machine.
+	// The rst's 5 ms / 10 ms timeline scaled by 4 for margin on a loaded
+	// machine, and by 5 more under ThreadSanitizer's slowdown.
 	ev(s->name + ".start");
-	mdelay(20); // CPU
+	mdelay(20 * slow); // CPU
 	ev(s->name + ".sleep");
-	msleep(40); // blocks, with the hint
+	msleep(40 * slow); // blocks, with the hint
 	if (s->second_burn)
-		mdelay(20);
+		mdelay(20 * slow);
 	ev(s->name + ".done");
 }
 
@@ -266,6 +274,16 @@ TEST(cpu_hog, burner_is_reclassified_so_the_item_behind_it_runs)
 	destroy_workqueue(wq);
 }
 
+// 8 ms of this thread's CPU time, however loaded the machine is.
+void burn_8ms_cpu(work_struct *)
+{
+	timespec t0, t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+	do
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 8000000L);
+}
+
 TEST(cpu_hog, report_line_on_the_power_of_two_schedule)
 {
 	ASSERT_EQ(cmwq_param_set("workqueue.cpu_intensive_thresh_us", "2000"), 0);
@@ -274,7 +292,7 @@ TEST(cpu_hog, report_line_on_the_power_of_two_schedule)
 	testing::internal::CaptureStderr();
 	for (int i = 0; i < 3; i++) {
 		work_struct w;
-		INIT_WORK(&w, [](work_struct *) { mdelay(8); });
+		INIT_WORK(&w, burn_8ms_cpu);
 		queue_work_on(test_cpu(), wq, &w);
 		flush_work(&w);
 	}
@@ -319,7 +337,7 @@ void run_starved(workqueue_struct *wq, const char *wq_name, bool expect_rescue)
 	ASSERT_EQ(cmwq_param_set("cmwq.fail_worker_creation", "-1"), 0);
 	// Occupy every worker of the pool with an item that waits for b.
 	std::string name = wq_name;
-	auto idle_of_pool = [&] {
+	auto workers_of_pool = [&] {
 		auto si = cmwq::snapshot();
 		int pool = -1;
 		for (auto &w : si.workqueues)
@@ -327,14 +345,15 @@ void run_starved(workqueue_struct *wq, const char *wq_name, bool expect_rescue)
 				pool = w.cpu_pool.front();
 		for (auto &p : si.pools)
 			if (p.id == pool)
-				return p.nr_idle;
+				return p.nr_workers;
 		return -1;
 	};
-	std::vector<work_struct> waiters(16);
+	// With creation failing the worker count is fixed: give every worker a
+	// waiter, so b finds no worker and only the rescuer can run it.
+	std::vector<work_struct> waiters(64);
 	int nwait = 0;
-	for (auto &w : waiters) {
-		if (idle_of_pool() == 0)
-			break;
+	while (nwait < workers_of_pool() && nwait < 64) {
+		work_struct &w = waiters[static_cast<size_t>(nwait)];
 		INIT_WORK(&w, waits_for_b);
 		queue_work(wq, &w);
 		nwait++;
