@@ -132,7 +132,9 @@ struct worker {
 	pool_workqueue *current_pwq = nullptr; // L
 	int current_color = 0;           // L
 	uint64_t current_start_ns = 0;   // L
-	uint64_t current_at_cpu_ns = 0;  // K: thread CPU time at start / last wake
+	uint64_t current_at_cpu_ns = 0;  // L: thread CPU time when the monitor first saw
+	                                 //    the item, or at its last wake (hog timing)
+	bool slept_in_item = false;      // L: a hint or the monitor saw it sleep
 	bool sleeping = false;           // K: blocking hint given
 	int hint_depth = 0;              // K: nesting of cmwq_blocking_begin
 	work_func_t last_func = nullptr; // L
@@ -313,8 +315,8 @@ struct params_t {
 	std::atomic<bool> wake_under_lock{false};
 	std::atomic<long> fail_worker_creation{0};
 	std::atomic<unsigned> idle_spin_ns{0};
-	std::atomic<unsigned> blocked_sample_us{500};
-	std::atomic<unsigned> blocked_window_us{1000};
+	std::atomic<unsigned> blocked_sample_us{200};
+	std::atomic<unsigned> blocked_window_us{500};
 	std::atomic<unsigned> idle_timeout_s{300};
 	std::atomic<bool> control{false};
 };

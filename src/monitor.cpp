@@ -132,11 +132,14 @@ bool sample_pool(worker_pool *pool, uint64_t now)
 			if (w->sleeping || (w->flags & WORKER_NOT_RUNNING))
 				continue;
 			if (prog != w->mon_prog) {
+				// First sight of this item: its hog timing starts here.
 				w->mon_prog = prog;
 				w->mon_since = now;
+				w->current_at_cpu_ns = worker_cpu_ns(w);
+				continue;
 			}
 			bool stalled = now - w->mon_since >= window;
-			bool hog = hog_ns && worker_cpu_ns(w) - __atomic_load_n(&w->current_at_cpu_ns, __ATOMIC_RELAXED) >= hog_ns;
+			bool hog = hog_ns && worker_cpu_ns(w) - w->current_at_cpu_ns >= hog_ns;
 			if (hog) {
 				// CPU hog (kernel wq_worker_tick): stop counting it.
 				worker_set_flags_pub(w, WORKER_CPU_INTENSIVE);
@@ -168,6 +171,7 @@ bool sample_pool(worker_pool *pool, uint64_t now)
 				    !(c.w->flags & WORKER_NOT_RUNNING)) {
 					c.w->detected = true;
 					c.w->sleeping = true;
+					c.w->slept_in_item = true;
 					pool->nr_running--;
 					if (kick_pool_pub(pool, d) && c.w->current_pwq)
 						c.w->current_pwq->stats[PWQ_STAT_CM_WAKEUP].fetch_add(1);

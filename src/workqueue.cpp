@@ -525,13 +525,17 @@ static void process_one_work(worker *w, work_struct *work, deferred &d,
 
 	if (!pool->strict && !w->rescuer)
 		worker_repatriate(w);
-	uint64_t t0 = thread_cpu_ns(0);
-	__atomic_store_n(&w->current_at_cpu_ns, t0, __ATOMIC_RELAXED);
+	// CPU time: one read of the thread's CPU clock at the start (the kernel
+	// samples it on the tick); an item shorter than 50 us in wall time is
+	// charged its wall time instead of a second read.
+	uint64_t c0 = thread_cpu_ns(0);
+	uint64_t t0 = now_ns();
 	CMWQ_PROBE2(workqueue_execute_start, work, fn);
 	fn(work);
 	CMWQ_PROBE2(workqueue_execute_end, work, fn);
-	uint64_t t1 = thread_cpu_ns(0);
-	pwq->stats[PWQ_STAT_CPU_TIME].fetch_add((t1 - t0) / 1000, std::memory_order_relaxed);
+	uint64_t wall = now_ns() - t0;
+	uint64_t cpu = wall < 50000 ? wall : thread_cpu_ns(0) - c0;
+	pwq->stats[PWQ_STAT_CPU_TIME].fetch_add(cpu / 1000, std::memory_order_relaxed);
 
 	lk.lock();
 	pwq->stats[PWQ_STAT_COMPLETED].fetch_add(1, std::memory_order_relaxed);
@@ -542,7 +546,11 @@ static void process_one_work(worker *w, work_struct *work, deferred &d,
 		if (!(w->flags & WORKER_NOT_RUNNING))
 			pool->nr_running++;
 	}
-	hog_account(w, pwq, t1 - w->current_at_cpu_ns, w->flags & WORKER_CPU_INTENSIVE);
+	// An item that slept is judged by the monitor, whose count restarts
+	// after each sleep; one that never slept is judged here.
+	if (!w->slept_in_item)
+		hog_account(w, pwq, cpu, w->flags & WORKER_CPU_INTENSIVE);
+	w->slept_in_item = false;
 	worker_clr_flags(w, WORKER_CPU_INTENSIVE);
 	w->last_func = fn;
 	hash_del(pool, w);
@@ -808,6 +816,7 @@ void worker_sleeping(worker *w, bool from_monitor)
 		if (w->sleeping || (w->flags & WORKER_NOT_RUNNING) || !w->current_work)
 			return;
 		w->sleeping = true;
+		w->slept_in_item = true;
 		w->pool->nr_running--;
 		if (kick_pool(w->pool, d) && w->current_pwq)
 			w->current_pwq->stats[PWQ_STAT_CM_WAKEUP].fetch_add(1, std::memory_order_relaxed);
@@ -825,7 +834,7 @@ void worker_running(worker *w)
 	w->detected = false;
 	if (!(w->flags & WORKER_NOT_RUNNING))
 		w->pool->nr_running++;
-	__atomic_store_n(&w->current_at_cpu_ns, thread_cpu_ns(0), __ATOMIC_RELAXED);
+	w->current_at_cpu_ns = thread_cpu_ns(0); // hog timing restarts after a sleep
 }
 
 uint64_t thread_cpu_ns(pid_t)
