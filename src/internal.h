@@ -328,6 +328,9 @@ const char *param_accepted(const char *name);
 // Engine entry points used by params/sysfs/introspection.
 int set_default_scope(affinity_scope s);
 int set_cache_shard_size(unsigned size);
+// The global unbound cpumask (sysfs workqueue/cpumask): 0 or -EINVAL if it
+// leaves no usable CPU.
+int set_unbound_cpumask(const std::vector<int> &requested);
 int wq_sysfs_get(workqueue_struct *wq, const std::string &attr, std::string &out);
 uint64_t now_ns();
 uint64_t thread_cpu_ns(pid_t tid);

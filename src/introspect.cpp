@@ -315,9 +315,15 @@ int cmwq_sysfs_set(const char *wq_name, const char *attr, const char *value)
 			return -EACCES;
 		if (strcmp(attr, "cpumask"))
 			return -ENOENT;
-		// The global unbound cpumask: a deliberate omission for now (the
-		// kernel re-pods every unbound workqueue); refuse clearly.
-		return -EPERM;
+		// The global unbound cpumask: parsed, limited to the usable CPUs,
+		// empty refused; every unbound workqueue is re-podded onto it.
+		std::string v(value);
+		while (!v.empty() && (v.back() == '\n' || v.back() == ' '))
+			v.pop_back();
+		auto cpus = cmwq::parse_cpumask_hex(v);
+		if (!cpus)
+			return -EINVAL;
+		return set_unbound_cpumask(*cpus);
 	}
 	workqueue_struct *wq;
 	{

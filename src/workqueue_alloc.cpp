@@ -888,6 +888,23 @@ int set_cache_shard_size(unsigned size)
 	return 0;
 }
 
+int set_unbound_cpumask(const std::vector<int> &requested)
+{
+	auto &gl = g();
+	{
+		std::lock_guard gk(gl.pool_mutex);
+		std::vector<int> req = requested;
+		std::sort(req.begin(), req.end());
+		std::vector<int> eff = intersect(req, gl.usable);
+		if (eff.empty())
+			return -EINVAL;
+		gl.unbound_cpus = eff;
+		gl.requested_unbound = req;
+	}
+	repod_all(false);
+	return 0;
+}
+
 } // namespace cmwq::detail
 
 namespace cmwq {
