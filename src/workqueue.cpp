@@ -184,6 +184,21 @@ static bool kick_pool(worker_pool *pool, deferred &d)
 	worker *w = container_of(pool->idle_list.next, worker, entry);
 	if (w->kicked)
 		return true;
+	if (pool->cpu < 0) {
+		// Unbound pools: among the few most recently idle workers, prefer
+		// one that last ran on this CPU; waking it is a same-CPU wakeup,
+		// far cheaper than an IPI to another CPU (the scheduler's
+		// wake-affine choice, which user space has to make itself).
+		int cpu = sched_getcpu();
+		int n = 0;
+		for (list_head *e = pool->idle_list.next; e != &pool->idle_list && n < 4; e = e->next, n++) {
+			worker *c = container_of(e, worker, entry);
+			if (c->last_cpu == cpu && !c->kicked) {
+				w = c;
+				break;
+			}
+		}
+	}
 	w->kicked = true;
 	if (!pool->strict && w->last_cpu >= 0 &&
 	    !std::binary_search(pool->pod_cpus.begin(), pool->pod_cpus.end(), w->last_cpu)) {
