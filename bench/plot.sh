@@ -50,6 +50,7 @@ set grid ytics lc rgb "#dddddd"
 set key top right
 set xtics nomirror
 set ytics nomirror
+set offsets 0, 0, graph 0.1, 0
 set bmargin 6'
 
 title() { # file -> "command | machine | date", for the second title line
@@ -66,12 +67,13 @@ set multiplot layout 1,2 title "kernel protocol per affinity scope"
 set label 99 "$(title "$f")" at screen 0.01,0.015 font ",7"
 set title "throughput"
 set ylabel "items/sec"
+set format y "%.1s%c"
 set yrange [0:*]
 set xtics rotate by 30 right
 plot "$tmp/scopes.dat" using 2:xtic(1) title "median" lc rgb "#3b7dd8", \
      "" using 0:2:5:6 with yerrorbars lc rgb "black" pt -1 title "min-max"
 set title "queue-call latency"
-set key top left
+set key above
 set ylabel "ns"
 plot "$tmp/scopes.dat" using 3:xtic(1) title "p50" lc rgb "#3b7dd8", \
      "" using 4 title "p95" lc rgb "#e8913a"
@@ -83,7 +85,7 @@ fi
 if [ -f "$tmp/peers.json" ]; then
 	f=$tmp/peers.json
 	{
-		jq -r '.peers_reference_scope as $r | .results[] | select(.ok and .scope == $r) | "\"cmwq \(.scope)\" \(.items_per_sec) \(.rt_p50_ns)"' "$f"
+		jq -r '.results[] | select(.ok) | "\"cmwq \(.scope)\" \(.items_per_sec) \(.rt_p50_ns)"' "$f"
 		jq -r '.peers[] | select(.ok) | "\"\(.impl)\" \(.items_per_sec) \(.rt_p50_ns)"' "$f"
 	} >"$tmp/peers.dat"
 	gnuplot <<EOF
@@ -93,13 +95,14 @@ set terminal pngcairo noenhanced size 900,560 font "DejaVu Sans,10"
 set title "kernel protocol: cmwq, peers and the physical limits"
 set label 99 "$(title "$f")" at screen 0.01,0.015 font ",7"
 set ylabel "items/sec"
+set format y "%.1s%c"
 set y2label "round trip p50 (us)"
 set y2tics
 set yrange [0:*]
 set y2range [0:*]
 set xtics rotate by 30 right
 set bmargin 11
-set key top left
+set key above
 plot "$tmp/peers.dat" using 2:xtic(1) title "items/sec" lc rgb "#3b7dd8", \
      "" using 0:(\$3/1000) axes x1y2 with points pt 7 ps 1.3 lc rgb "#c0392b" title "round trip p50"
 EOF
@@ -115,6 +118,7 @@ set output "$out/wq_bench_ab_wake.png"
 set title "wake under the pool lock (baseline) vs after it (patched)"
 set label 99 "$(title "$f")" at screen 0.01,0.015 font ",7"
 set ylabel "items/sec"
+set format y "%.1s%c"
 set yrange [0:*]
 plot "$tmp/ab.dat" using 2:xtic(1) title "baseline (cmwq.wake_under_lock=1)" lc rgb "#999999", \
      "" using 3 title "patched (=0)" lc rgb "#3b7dd8", \
@@ -133,6 +137,7 @@ set title "cache_shard size sweep (workqueue.cache_shard_size)"
 set label 99 "$(title "$f")" at screen 0.01,0.015 font ",7"
 set xlabel "cache_shard_size (cores per shard); label: pods / workers"
 set ylabel "items/sec"
+set format y "%.1s%c"
 set y2label "queue-call p50 (ns)"
 set y2tics
 set yrange [0:*]
@@ -153,12 +158,14 @@ set output "$out/wq_bench_fanout.png"
 set title "fan-out: one producer, then wait for all"
 set label 99 "$(title "$f")" at screen 0.01,0.015 font ",7"
 set ylabel "items/sec"
+set format y "%.1s%c"
 set y2label "ns per queue call"
 set y2tics
 set yrange [0:*]
 set y2range [0:*]
 set xtics rotate by 30 right
 set bmargin 8
+set key above
 plot "$tmp/fanout.dat" using 2:xtic(1) title "items/sec" lc rgb "#3b7dd8", \
      "" using 0:3 axes x1y2 with points pt 7 ps 1.3 lc rgb "#c0392b" title "ns per queue call"
 EOF
@@ -185,6 +192,7 @@ set title "blocking: each item's sleep, from its start to its end"
 set label 99 "$(title "$f")" at screen 0.01,0.015 font ",7"
 set xlabel "ms since the first queue call"
 set ylabel "item"
+set bmargin 6
 set grid xtics lc rgb "#dddddd"
 set key bottom right
 set xrange [0:*]
@@ -202,12 +210,14 @@ set output "$out/wq_bench_regression.png"
 set title "items on one shared lock (the 2023 max_active report)"
 set label 99 "$(title "$f")" at screen 0.01,0.015 font ",7"
 set ylabel "items/sec"
+set format y "%.1s%c"
 set y2label "peak active items"
 set y2tics
 set yrange [0:*]
 set y2range [0:*]
 set xtics rotate by 30 right
 set bmargin 8
+set key above
 plot "$tmp/regr.dat" using 2:xtic(1) title "items/sec" lc rgb "#3b7dd8", \
      "" using 0:3 axes x1y2 with points pt 7 ps 1.3 lc rgb "#c0392b" title "peak active"
 EOF

@@ -873,15 +873,15 @@ struct bench {
 				      f->med("items_per_sec") / 1e6, f->med("ns_per_queue"));
 			g.push_back({"fan-out", buf, f->med("items_per_sec") >= 10e6});
 		}
-		if (auto *b = find("blocking", "cmwq, blocking hints")) {
+		const series *b = find("blocking", "cmwq, blocking hints");
+		// The goal is stated for 200 items of 1 ms.
+		if (b && o.blocking_items == 200 && o.sleep_us == 1000) {
 			// Judged on the first (cold) run: later runs find the workers
 			// the first one created still idle in the pool.
 			std::snprintf(buf, sizeof buf,
-				      "%d x %u us sleeps, first run: %.1f ms, %.0f threads in the process at "
-				      "the peak; later runs (median): %.1f ms (goal < 15 ms and <= ~210 "
-				      "threads, for 200 x 1 ms)",
-				      o.blocking_items, o.sleep_us, b->first("wall_ms"), b->first("peak_threads"),
-				      b->med("wall_ms"));
+				      "200 x 1 ms sleeps, first run: %.1f ms, %.0f threads in the process at "
+				      "the peak; later runs (median): %.1f ms (goal < 15 ms and <= ~210 threads)",
+				      b->first("wall_ms"), b->first("peak_threads"), b->med("wall_ms"));
 			g.push_back({"blocking", buf,
 				     b->first("wall_ms") < 15 && b->first("peak_threads") <= 210});
 		}
