@@ -135,6 +135,9 @@ struct worker {
 	uint64_t current_at_cpu_ns = 0;  // L: thread CPU time when the monitor first saw
 	                                 //    the item, or at its last wake (hog timing)
 	bool slept_in_item = false;      // L: a hint or the monitor saw it sleep
+	uint64_t cpu_clock_last = 0;     // K: thread CPU clock at its last read
+	uint64_t cpu_charged = 0;        // K: wall time charged to short items since
+	int nr_short = 0;                // K: short items since the last read
 	bool sleeping = false;           // K: blocking hint given
 	int hint_depth = 0;              // K: nesting of cmwq_blocking_begin
 	work_func_t last_func = nullptr; // L

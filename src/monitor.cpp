@@ -353,6 +353,7 @@ void rescuer_thread(worker *r)
 	workqueue_struct *wq = r->rescue_wq;
 	tl_worker = r;
 	r->thread = pthread_self(); // published by the tid store below
+	r->cpu_clock_last = thread_cpu_ns(0);
 	__atomic_store_n(&r->tid, static_cast<pid_t>(syscall(SYS_gettid)), __ATOMIC_RELEASE);
 	char name[16];
 	snprintf(name, sizeof(name), "kworker/R-%.5s", wq->name.c_str());
