@@ -183,6 +183,15 @@ int wq_sysfs_get(workqueue_struct *wq, const std::string &attr, std::string &out
 	return 0;
 }
 
+// A sysfs write may end in a newline (echo); the value is what precedes it.
+static std::string trim_value(const char *value)
+{
+	std::string s(value);
+	while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+		s.pop_back();
+	return s;
+}
+
 static bool parse_int(const char *s, long &out)
 {
 	char *end;
@@ -223,9 +232,7 @@ static int wq_sysfs_set(workqueue_struct *wq, const std::string &attr, const cha
 			return -EINVAL;
 		a.nice = static_cast<int>(v);
 	} else if (attr == "cpumask") {
-		std::string s(value);
-		while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
-			s.pop_back();
+		std::string s = trim_value(value);
 		auto cpus = parse_cpumask_hex(s);
 		if (!cpus)
 			return -EINVAL;
@@ -239,9 +246,7 @@ static int wq_sysfs_set(workqueue_struct *wq, const std::string &attr, const cha
 		if (!any)
 			return -EINVAL;
 	} else if (attr == "affinity_scope") {
-		std::string s(value);
-		while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
-			s.pop_back();
+		std::string s = trim_value(value);
 		auto sc = parse_scope(s);
 		if (!sc)
 			return -EINVAL;
@@ -317,10 +322,7 @@ int cmwq_sysfs_set(const char *wq_name, const char *attr, const char *value)
 			return -ENOENT;
 		// The global unbound cpumask: parsed, limited to the usable CPUs,
 		// empty refused; every unbound workqueue is re-podded onto it.
-		std::string v(value);
-		while (!v.empty() && (v.back() == '\n' || v.back() == ' '))
-			v.pop_back();
-		auto cpus = cmwq::parse_cpumask_hex(v);
+		auto cpus = cmwq::parse_cpumask_hex(trim_value(value));
 		if (!cpus)
 			return -EINVAL;
 		return set_unbound_cpumask(*cpus);

@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test_util.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -26,17 +28,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-template <class F>
-bool wait_until(F f, std::chrono::milliseconds limit = 10000ms)
-{
-	auto end = std::chrono::steady_clock::now() + limit;
-	while (!f()) {
-		if (std::chrono::steady_clock::now() > end)
-			return false;
-		std::this_thread::sleep_for(1ms);
-	}
-	return true;
-}
 
 int test_cpu() { return cmwq::current_topology().usable.back(); }
 

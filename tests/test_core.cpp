@@ -11,6 +11,7 @@
 #include <cmwq/workqueue.hpp>
 
 #include "internal.h"
+#include "test_util.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -24,17 +25,6 @@ namespace d = cmwq::detail;
 
 namespace {
 
-template <class F>
-bool wait_until(F f, std::chrono::milliseconds limit = 10000ms)
-{
-	auto end = std::chrono::steady_clock::now() + limit;
-	while (!f()) {
-		if (std::chrono::steady_clock::now() > end)
-			return false;
-		std::this_thread::sleep_for(1ms);
-	}
-	return true;
-}
 
 struct counted {
 	work_struct work;
