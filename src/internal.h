@@ -361,6 +361,14 @@ void worker_running(worker *w);
 void process_rescue(worker *rescuer, pool_workqueue *pwq);
 void hog_account(worker *w, pool_workqueue *pwq, uint64_t cpu_ns, bool flagged);
 
+// Counter updates. CMWQ_STATS_OFF compiles them out, only to measure what
+// they cost (docs/benchmarks.md); the counter tests fail in such a build.
+#if defined(CMWQ_STATS_OFF)
+#define PWQ_STAT_ADD(pwq, stat, n) ((void)(pwq))
+#else
+#define PWQ_STAT_ADD(pwq, stat, n) (pwq)->stats[stat].fetch_add((n), std::memory_order_relaxed)
+#endif
+
 // USDT
 #if defined(CMWQ_HAVE_SDT)
 #define CMWQ_PROBE2(n, a, b) DTRACE_PROBE2(workqueue, n, a, b)

@@ -145,11 +145,11 @@ bool sample_pool(worker_pool *pool, uint64_t now)
 				worker_set_flags_pub(w, WORKER_CPU_INTENSIVE);
 				w->mon_since = now;
 				if (w->current_pwq)
-					w->current_pwq->stats[PWQ_STAT_CPU_INTENSIVE].fetch_add(1);
+					PWQ_STAT_ADD(w->current_pwq, PWQ_STAT_CPU_INTENSIVE, 1);
 				hog_report(w->current_func);
 				deferred d;
 				if (kick_pool_pub(pool, d) && w->current_pwq)
-					w->current_pwq->stats[PWQ_STAT_CM_WAKEUP].fetch_add(1);
+					PWQ_STAT_ADD(w->current_pwq, PWQ_STAT_CM_WAKEUP, 1);
 				// Wakeups run after the lock is dropped below.
 				wakes.push_back(d);
 				continue;
@@ -174,7 +174,7 @@ bool sample_pool(worker_pool *pool, uint64_t now)
 					c.w->slept_in_item = true;
 					pool->nr_running--;
 					if (kick_pool_pub(pool, d) && c.w->current_pwq)
-						c.w->current_pwq->stats[PWQ_STAT_CM_WAKEUP].fetch_add(1);
+						PWQ_STAT_ADD(c.w->current_pwq, PWQ_STAT_CM_WAKEUP, 1);
 				}
 			}
 			d.run();
@@ -304,7 +304,7 @@ void hog_account(worker *w, pool_workqueue *pwq, uint64_t cpu_ns, bool flagged)
 		return;
 	// Ran past the threshold without the monitor seeing it (nothing waited):
 	// counted and reported as the kernel's tick would have.
-	pwq->stats[PWQ_STAT_CPU_INTENSIVE].fetch_add(1, std::memory_order_relaxed);
+	PWQ_STAT_ADD(pwq, PWQ_STAT_CPU_INTENSIVE, 1);
 	hog_report(w->current_func);
 }
 
@@ -322,7 +322,7 @@ void send_mayday(pool_workqueue *pwq)
 		return;
 	pwq->on_mayday = true;
 	wq->maydays.push_back(pwq);
-	pwq->stats[PWQ_STAT_MAYDAY].fetch_add(1, std::memory_order_relaxed);
+	PWQ_STAT_ADD(pwq, PWQ_STAT_MAYDAY, 1);
 	worker *r = wq->rescuer;
 	if (r->wake.exchange(1) == 2)
 		syscall(SYS_futex, reinterpret_cast<int *>(&r->wake), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);

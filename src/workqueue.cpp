@@ -207,9 +207,8 @@ static bool kick_pool(worker_pool *pool, deferred &d)
 		work_struct *first = entry_work(pool->worklist.next);
 		unsigned long data = work_data(first);
 		if (data & WORK_STRUCT_PWQ)
-			reinterpret_cast<pool_workqueue *>(data & ~((1UL << WORK_STRUCT_PWQ_SHIFT) - 1))
-				->stats[PWQ_STAT_REPATRIATED]
-				.fetch_add(1, std::memory_order_relaxed);
+			PWQ_STAT_ADD(reinterpret_cast<pool_workqueue *>(data & ~((1UL << WORK_STRUCT_PWQ_SHIFT) - 1)),
+				     PWQ_STAT_REPATRIATED, 1);
 	}
 	w->pins.fetch_add(1, std::memory_order_relaxed);
 	if (params().wake_under_lock.load(std::memory_order_relaxed) || d.nr_wake == 4)
@@ -530,7 +529,7 @@ static void process_one_work(worker *w, work_struct *work, deferred &d,
 						 pool->flags & POOL_BH),
 			 __ATOMIC_RELEASE);
 	std::atomic_thread_fence(std::memory_order_seq_cst);
-	pwq->stats[PWQ_STAT_STARTED].fetch_add(1, std::memory_order_relaxed);
+	PWQ_STAT_ADD(pwq, PWQ_STAT_STARTED, 1);
 	w->progress.fetch_add(1, std::memory_order_relaxed);
 	pool->progress_seq.fetch_add(1, std::memory_order_relaxed);
 	work_func_t fn = w->current_func;
@@ -567,10 +566,10 @@ static void process_one_work(worker *w, work_struct *work, deferred &d,
 	} else {
 		w->cpu_charged += wall;
 	}
-	pwq->stats[PWQ_STAT_CPU_TIME].fetch_add(cpu / 1000, std::memory_order_relaxed);
+	PWQ_STAT_ADD(pwq, PWQ_STAT_CPU_TIME, cpu / 1000);
 
 	lk.lock();
-	pwq->stats[PWQ_STAT_COMPLETED].fetch_add(1, std::memory_order_relaxed);
+	PWQ_STAT_ADD(pwq, PWQ_STAT_COMPLETED, 1);
 	if (w->sleeping && w->hint_depth == 0) {
 		// The monitor had found it blocked; it runs again.
 		w->sleeping = false;
@@ -852,7 +851,7 @@ void worker_sleeping(worker *w, bool from_monitor)
 		w->slept_in_item = true;
 		w->pool->nr_running--;
 		if (kick_pool(w->pool, d) && w->current_pwq)
-			w->current_pwq->stats[PWQ_STAT_CM_WAKEUP].fetch_add(1, std::memory_order_relaxed);
+			PWQ_STAT_ADD(w->current_pwq, PWQ_STAT_CM_WAKEUP, 1);
 		(void)from_monitor;
 	}
 	d.run();
@@ -1465,7 +1464,7 @@ int rescue_pwq(worker *r, pool_workqueue *pwq, int batch)
 		}
 		if (!found)
 			break;
-		pwq->stats[PWQ_STAT_RESCUED].fetch_add(1, std::memory_order_relaxed);
+		PWQ_STAT_ADD(pwq, PWQ_STAT_RESCUED, 1);
 		if (assign_work(found, r))
 			process_scheduled_works(r, d, lk);
 		n++;
