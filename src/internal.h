@@ -363,10 +363,17 @@ void hog_account(worker *w, pool_workqueue *pwq, uint64_t cpu_ns, bool flagged);
 
 // Counter updates. CMWQ_STATS_OFF compiles them out, only to measure what
 // they cost (docs/benchmarks.md); the counter tests fail in such a build.
+// PWQ_STAT_ADD_LOCKED is for counters only ever written under the pwq's
+// pool->lock: a relaxed load and store, no locked read-modify-write; readers
+// (snapshot) still see whole values.
 #if defined(CMWQ_STATS_OFF)
 #define PWQ_STAT_ADD(pwq, stat, n) ((void)(pwq))
+#define PWQ_STAT_ADD_LOCKED(pwq, stat, n) ((void)(pwq))
 #else
 #define PWQ_STAT_ADD(pwq, stat, n) (pwq)->stats[stat].fetch_add((n), std::memory_order_relaxed)
+#define PWQ_STAT_ADD_LOCKED(pwq, stat, n)                                                          \
+	(pwq)->stats[stat].store((pwq)->stats[stat].load(std::memory_order_relaxed) + (n),         \
+				 std::memory_order_relaxed)
 #endif
 
 // USDT

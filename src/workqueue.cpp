@@ -529,7 +529,7 @@ static void process_one_work(worker *w, work_struct *work, deferred &d,
 						 pool->flags & POOL_BH),
 			 __ATOMIC_RELEASE);
 	std::atomic_thread_fence(std::memory_order_seq_cst);
-	PWQ_STAT_ADD(pwq, PWQ_STAT_STARTED, 1);
+	PWQ_STAT_ADD_LOCKED(pwq, PWQ_STAT_STARTED, 1);
 	w->progress.fetch_add(1, std::memory_order_relaxed);
 	pool->progress_seq.fetch_add(1, std::memory_order_relaxed);
 	work_func_t fn = w->current_func;
@@ -566,10 +566,10 @@ static void process_one_work(worker *w, work_struct *work, deferred &d,
 	} else {
 		w->cpu_charged += wall;
 	}
-	PWQ_STAT_ADD(pwq, PWQ_STAT_CPU_TIME, cpu / 1000);
 
 	lk.lock();
-	PWQ_STAT_ADD(pwq, PWQ_STAT_COMPLETED, 1);
+	PWQ_STAT_ADD_LOCKED(pwq, PWQ_STAT_CPU_TIME, cpu / 1000);
+	PWQ_STAT_ADD_LOCKED(pwq, PWQ_STAT_COMPLETED, 1);
 	if (w->sleeping && w->hint_depth == 0) {
 		// The monitor had found it blocked; it runs again.
 		w->sleeping = false;
