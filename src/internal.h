@@ -30,6 +30,31 @@
 
 namespace cmwq::detail {
 
+// pool->lock: held for a few hundred nanoseconds at a time by queuers and
+// workers on several CPUs (the kernel's is a spinlock). An adaptive mutex
+// spins briefly before it sleeps, so a waiter does not pay a futex sleep and
+// wakeup for a hold that ends a moment later.
+class pool_mutex {
+public:
+	pool_mutex()
+	{
+		pthread_mutexattr_t a;
+		pthread_mutexattr_init(&a);
+		pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+		pthread_mutex_init(&m_, &a);
+		pthread_mutexattr_destroy(&a);
+	}
+	~pool_mutex() { pthread_mutex_destroy(&m_); }
+	pool_mutex(const pool_mutex &) = delete;
+	pool_mutex &operator=(const pool_mutex &) = delete;
+	void lock() { pthread_mutex_lock(&m_); }
+	bool try_lock() { return pthread_mutex_trylock(&m_) == 0; }
+	void unlock() { pthread_mutex_unlock(&m_); }
+
+private:
+	pthread_mutex_t m_;
+};
+
 // ---- intrusive lists (struct list_head from the public header) ----------
 
 inline void INIT_LIST_HEAD(list_head *l) { l->next = l->prev = l; }
@@ -138,6 +163,8 @@ struct worker {
 	uint64_t cpu_clock_last = 0;     // K: thread CPU clock at its last read
 	uint64_t cpu_charged = 0;        // K: wall time charged to short items since
 	int nr_short = 0;                // K: short items since the last read
+	uint64_t clock_ns = 0;           // K: its last CLOCK_MONOTONIC read (end of the
+	                                 //    previous item, or its wake): one read per item
 	bool sleeping = false;           // K: blocking hint given
 	int hint_depth = 0;              // K: nesting of cmwq_blocking_begin
 	work_func_t last_func = nullptr; // L
@@ -163,7 +190,7 @@ struct worker {
 };
 
 struct worker_pool {
-	std::mutex lock;
+	pool_mutex lock;
 	int id = 0;                      // I
 	int cpu = -1;                    // I: -1 for unbound
 	int node = -1;                   // I
@@ -193,7 +220,6 @@ struct worker_pool {
 	bool creating = false;           // L
 	timer_list idle_timer{};         // T
 	timer_list mayday_timer{};       // T
-	std::atomic<uint64_t> progress_seq{0}; // A: items started (monitor)
 	std::atomic<bool> watch{false};  // A: the monitor samples this pool
 	bool dying = false;              // G
 	pool_counts counts() const

@@ -287,7 +287,9 @@ void monitor_start()
 
 void monitor_watch(worker_pool *pool)
 {
-	if (pool->watch.exchange(true, std::memory_order_relaxed))
+	// Called on every queue call while a worker runs: a plain load first
+	// keeps the common case free of a locked instruction.
+	if (pool->watch.load(std::memory_order_relaxed) || pool->watch.exchange(true, std::memory_order_relaxed))
 		return;
 	auto &m = ms();
 	std::lock_guard lk(m.lock);
