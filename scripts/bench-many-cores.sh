@@ -50,12 +50,15 @@ step kernel_vs 240 "$bin/wq_bench" --scopes all --items "$items" \
 step percpu 60 "$bin/wq_bench" --percpu --items "$items" \
 	--repeat "$repeat" --json-out "$out/percpu.json"
 step shard_sweep 120 "$bin/wq_bench" --scopes cache_shard --items "$items" \
-	--shard-sizes 1,2,4,8,16 --json-out "$out/shard_sweep.json"
-step ab_wake 120 "$bin/wq_bench" --scopes all --items "$items" --ab-wake \
+	--shard-sizes 1,2,4,8,16 --repeat "$repeat" --json-out "$out/shard_sweep.json"
+step ab_wake 120 "$bin/wq_bench" --scopes all --items "$items" --ab-wake --repeat "$repeat" \
 	--json-out "$out/ab_wake.json"
-step other_protocols 180 "$bin/wq_bench" \
-	--protocol fanout,blocking,regression --repeat "$repeat" --vs \
-	--json-out "$out/other_protocols.json"
+# One process per protocol, blocking first: threads left idle by an earlier
+# protocol (the unbound fan-out's workers) would count in its thread peak.
+for p in blocking fanout regression; do
+	step "$p" 120 "$bin/wq_bench" --protocol "$p" --repeat "$repeat" --vs \
+		--json-out "$out/$p.json"
+done
 if [[ -d $here/data/topologies/two-nodes-16/sys ]]; then
 	step two_nodes_16 120 "$bin/wq_bench" --scopes all --items "$items" \
 		--sysfs-root "$here/data/topologies/two-nodes-16/sys" \
