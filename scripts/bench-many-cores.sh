@@ -7,8 +7,9 @@
 #
 #   bash scripts/bench-many-cores.sh BIN_DIR OUT_DIR [ITEMS] [REPEAT]
 #
-# BIN_DIR holds wq_bench and wq_dump (and, in BIN_DIR/../lib, the shared
-# libraries they need when they are not installed). Every step's command is
+# BIN_DIR holds wq_bench and wq_dump (or is a build tree's bench/, with
+# wq_dump in ../tools); shared libraries they need when they are not
+# installed go in BIN_DIR/../lib. Every step's command is
 # echoed into OUT_DIR/log.txt beside its output; each JSON object goes to
 # OUT_DIR/<step>.json.
 set -uo pipefail
@@ -42,8 +43,10 @@ step() { # step NAME SECONDS COMMAND...
 	echo "load: $(cat /proc/loadavg)"
 } | tee "$log"
 
-step wq_dump 30 "$bin/wq_dump"
-"$bin/wq_dump" --json >"$out/wq_dump.json" 2>/dev/null
+dump=$bin/wq_dump
+[[ -x $dump ]] || dump=$bin/../tools/wq_dump
+step wq_dump 30 "$dump"
+"$dump" --json >"$out/wq_dump.json" 2>/dev/null
 
 step kernel_vs 240 "$bin/wq_bench" --scopes all --items "$items" \
 	--repeat "$repeat" --vs --json-out "$out/kernel_vs.json"
