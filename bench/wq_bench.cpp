@@ -55,6 +55,7 @@ struct options {
 	std::vector<std::string> peers; // empty: all
 	std::vector<unsigned> shard_sizes;
 	int fanout_items = -1;
+	int fanout_max_active = 0; // 0: the workqueue's default
 	int blocking_items = -1;
 	unsigned sleep_us = 1000;
 	int regression_items = -1;
@@ -94,6 +95,8 @@ void usage(FILE *out)
 		"                      --list-peers\n"
 		"  --list-peers        print the peers built in and those skipped, then exit\n"
 		"  --fanout-items N    fan-out: items from one producer (default 1000000)\n"
+		"  --fanout-max-active N  fan-out: max_active of cmwq's workqueue (default:\n"
+		"                      the workqueue default, 1024 per CPU or 1024 system-wide)\n"
 		"  --blocking-items N  blocking: items (default 200)\n"
 		"  --sleep-us N        blocking: each item's sleep (default 1000)\n"
 		"  --timeline          blocking: keep each item's start and end (--json)\n"
@@ -219,6 +222,8 @@ options parse_options(int argc, char **argv)
 			std::exit(0);
 		} else if (a == "--fanout-items") {
 			o.fanout_items = static_cast<int>(parse_long(a, value(), 1, 100000000));
+		} else if (a == "--fanout-max-active") {
+			o.fanout_max_active = static_cast<int>(parse_long(a, value(), 1, WQ_MAX_ACTIVE));
 		} else if (a == "--blocking-items") {
 			o.blocking_items = static_cast<int>(parse_long(a, value(), 1, 100000));
 		} else if (a == "--sleep-us") {
@@ -627,15 +632,21 @@ struct bench {
 			f.cpu = usable.front();
 			f.items = o.fanout_items;
 			f.timeout_s = o.timeout;
-			series s{"fanout", o.percpu ? "cmwq (per-CPU wq)" : "cmwq (unbound wq)"};
+			std::string label = o.percpu ? "cmwq (per-CPU wq" : "cmwq (unbound wq";
+			if (o.fanout_max_active)
+				label += ", max_active " + std::to_string(o.fanout_max_active);
+			series s{"fanout", label + ")"};
 			s.tags["impl"] = "cmwq";
 			s.tags["workqueue"] = o.percpu ? "percpu" : "unbound";
+			if (o.fanout_max_active)
+				s.ntags["max_active"] = o.fanout_max_active;
 			s.job = [this, f](metrics &m, std::string &err, series &) {
 				if (!ensure_shard_size(orig_shard_size, err))
 					return false;
+				int ma = o.fanout_max_active;
 				workqueue_struct *wq =
-					o.percpu ? alloc_workqueue("%s", WQ_PERCPU, 0, "wqb_fanout")
-						 : make_unbound_wq("wqb_fanout", 0, cmwq::affinity_scope::dfl, err);
+					o.percpu ? alloc_workqueue("%s", WQ_PERCPU, ma, "wqb_fanout")
+						 : make_unbound_wq("wqb_fanout", ma, cmwq::affinity_scope::dfl, err);
 				if (!wq) {
 					if (err.empty())
 						err = "alloc_workqueue(wqb_fanout) failed";

@@ -230,6 +230,10 @@ wq_bench_test(fanout_runs_every_item
   STDOUT "fan-out: one producer on CPU ${_wqb_num} queues 5000 items"
          "\ncmwq \\(unbound wq\\) +${_wqb_num} +1.00x +[0-9.]+ +${_wqb_num}")
 
+wq_bench_test(fanout_takes_a_max_active
+  ARGS "--protocol fanout --fanout-items 3000 --fanout-max-active 2"
+  STDOUT "\ncmwq \\(unbound wq, max_active 2\\) +${_wqb_num} +1.00x +[0-9.]+ +${_wqb_num}")
+
 wq_bench_test(blocking_runs_with_and_without_hints_and_keeps_a_timeline
   ARGS "--protocol blocking --blocking-items 30 --timeline --json"
   JSON "blocking=2:impl,hints,wall_ms,peak_concurrency,peak_threads,workers,timeline_us,ok")
