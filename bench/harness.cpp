@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -95,8 +96,15 @@ std::vector<int> process_cpus()
 	return cpus;
 }
 
+// The link count of /proc/self/task is 2 plus the number of threads: one
+// stat() (about 2 us on the 2-vCPU VM) instead of generating and parsing
+// /proc/self/status (about 20 us), since the blocking protocol samples this
+// every 250 us while the items run.
 int process_threads()
 {
+	struct stat st;
+	if (stat("/proc/self/task", &st) == 0 && st.st_nlink > 2)
+		return static_cast<int>(st.st_nlink) - 2;
 	std::ifstream f("/proc/self/status");
 	std::string line;
 	while (std::getline(f, line))
