@@ -447,9 +447,13 @@ static bool manage_workers(worker *w, std::unique_lock<pool_mutex> &lk)
 	if (now_ns() < pool->create_fail_until_ns)
 		return false; // cooling down; the mayday timer retries and calls rescuers
 	pool->flags |= POOL_MANAGER_ACTIVE;
-	bool created = false;
+	// Whether the lock was dropped: then the caller's checks are stale (the
+	// item it saw may have been taken meanwhile, by another worker or the
+	// rescuer) and it must look again, whether or not a worker was created.
+	bool dropped = false;
 	while (need_to_create_worker(pool->counts())) {
 		lk.unlock();
+		dropped = true;
 		bool ok = create_worker(pool);
 		lk.lock();
 		if (!ok) {
@@ -457,10 +461,9 @@ static bool manage_workers(worker *w, std::unique_lock<pool_mutex> &lk)
 			mayday_arm(pool);
 			break;
 		}
-		created = true;
 	}
 	pool->flags &= ~POOL_MANAGER_ACTIVE;
-	return created;
+	return dropped;
 }
 
 static bool assign_work(work_struct *work, worker *w)
