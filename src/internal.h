@@ -241,6 +241,7 @@ struct alignas(256) pool_workqueue {
 	workqueue_struct *wq = nullptr;  // I
 	int refcnt = 1;                  // L: base ref + one per queued item
 	int nr_in_flight = 0;            // L
+	int nr_in_flight_color[WORK_NR_COLORS] = {}; // L: items (and barriers) per flush color
 	int nr_active = 0;               // L
 	bool plugged = false;            // L
 	bool on_pending = false;         // N
@@ -270,14 +271,16 @@ struct workqueue_struct {
 	::list_head pwqs;    // W: oldest first
 	std::vector<cmwq::detail::pool_workqueue *> retired; // W: freed at destroy
 	std::vector<cmwq::detail::wq_node_nr_active *> node_nr_active; // I: nodes + 1
-	// Flush colors: items carry the color current when queued; a flusher
-	// advances work_color and waits until every older color drained.
+	// Flush colors: items carry the color current when queued, counted per
+	// pwq (pwq->nr_in_flight_color); a flusher advances work_color and waits
+	// until no pwq holds an item of an older color.
 	std::mutex flush_mutex;          // F
 	std::condition_variable flush_cv; // F
 	std::atomic<int> work_color{0};  // A (written under F)
 	int flush_color = 0;             // F: oldest color not yet drained
 	std::atomic<int> nr_flushers{0}; // A
-	std::atomic<int> inflight[WORK_NR_COLORS] = {}; // A
+	uint64_t flush_gen = 0;          // F: bumped when a color may have drained
+	uint64_t flush_moves = 0;        // F: times flush_color moved
 	// Rescuer (WQ_MEM_RECLAIM)
 	cmwq::detail::worker *rescuer = nullptr; // I
 	std::mutex mayday_lock;

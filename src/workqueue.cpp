@@ -424,9 +424,9 @@ static void pwq_dec_nr_in_flight(pool_workqueue *pwq, unsigned long data, deferr
 	int color = work_color(data);
 	// Flushers are told under pool->lock (flush_mutex nests inside it), so
 	// once destroy_workqueue has taken this pool's lock no worker still
-	// touches the workqueue.
-	if (wq->inflight[color].fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-	    wq->nr_flushers.load(std::memory_order_seq_cst) > 0)
+	// touches the workqueue. A flusher that scanned this pwq before this
+	// completion had raised nr_flushers before its scan took this lock.
+	if (--pwq->nr_in_flight_color[color] == 0 && wq->nr_flushers.load(std::memory_order_seq_cst) > 0)
 		flush_color_done(wq);
 	pwq->nr_in_flight--;
 	put_pwq(pwq, d);
@@ -778,12 +778,12 @@ static void idle_timer_fn(timer_list *t)
 // ---- deferred actions --------------------------------------------------------
 
 
+// A pwq's count of some color reached zero while someone flushes: the
+// flushers re-scan (they advance flush_color themselves).
 static void flush_color_done(workqueue_struct *wq)
 {
 	std::lock_guard lk(wq->flush_mutex);
-	int wc = wq->work_color.load();
-	while (wq->flush_color != wc && wq->inflight[wq->flush_color].load() == 0)
-		wq->flush_color = (wq->flush_color + 1) % WORK_NR_COLORS;
+	wq->flush_gen++;
 	wq->flush_cv.notify_all();
 }
 
@@ -989,8 +989,11 @@ static void __queue_work(int req_cpu, workqueue_struct *wq, work_struct *work)
 			continue;
 		}
 		CMWQ_PROBE5(workqueue_queue_work, work, work->func, wq->name.c_str(), req_cpu, pool->cpu);
-		int color = wq->work_color.load(std::memory_order_seq_cst);
-		wq->inflight[color].fetch_add(1, std::memory_order_seq_cst);
+		// Read under pool->lock: a flusher that moves work_color on scans
+		// this pwq under the same lock afterwards, so it either sees this
+		// item counted in the old color or this load sees the new color.
+		int color = wq->work_color.load(std::memory_order_relaxed);
+		pwq->nr_in_flight_color[color]++;
 		pwq->nr_in_flight++;
 		unsigned long cflags = static_cast<unsigned long>(color) << WORK_STRUCT_COLOR_SHIFT;
 		if (list_empty(&pwq->inactive_works) && pwq_tryinc_nr_active(pwq, false)) {
@@ -1140,7 +1143,7 @@ static void insert_wq_barrier(pool_workqueue *pwq, wq_barrier *barr, work_struct
 		color = work_color(tdata);
 		__atomic_fetch_or(&target->data, WORK_STRUCT_LINKED, __ATOMIC_RELEASE);
 	}
-	pwq->wq->inflight[color].fetch_add(1, std::memory_order_seq_cst);
+	pwq->nr_in_flight_color[color]++;
 	pwq->nr_in_flight++;
 	insert_work(pwq, &barr->work, head, flags | (static_cast<unsigned long>(color) << WORK_STRUCT_COLOR_SHIFT));
 }
@@ -1380,8 +1383,23 @@ namespace cmwq::detail {
 
 // ---- flush_workqueue / drain ------------------------------------------------
 
+// Whether no pwq of wq holds an item (or barrier) of color c. Takes
+// wq->mutex and each pool's lock, so it runs without flush_mutex.
+static bool color_drained(workqueue_struct *wq, int c)
+{
+	std::lock_guard wk(wq->mutex);
+	for (list_head *e = wq->pwqs.next; e != &wq->pwqs; e = e->next) {
+		pool_workqueue *pwq = container_of(e, pool_workqueue, pwqs_node);
+		std::lock_guard lk(pwq->pool->lock);
+		if (pwq->nr_in_flight_color[c])
+			return false;
+	}
+	return true;
+}
+
 void flush_workqueue_impl(workqueue_struct *wq)
 {
+	auto dist = [](int from, int to) { return (to - from + WORK_NR_COLORS) % WORK_NR_COLORS; };
 	std::unique_lock lk(wq->flush_mutex);
 	// Colors exhausted: wait for the oldest to drain (the kernel's overflow queue).
 	while ((wq->work_color.load() + 1) % WORK_NR_COLORS == wq->flush_color)
@@ -1389,28 +1407,48 @@ void flush_workqueue_impl(workqueue_struct *wq)
 	int my_color = wq->work_color.load();
 	wq->nr_flushers.fetch_add(1, std::memory_order_seq_cst);
 	wq->work_color.store((my_color + 1) % WORK_NR_COLORS, std::memory_order_seq_cst);
-	auto done = [&] {
-		// Advance past drained colors; done once my color is behind flush_color.
-		int wc = wq->work_color.load();
-		while (wq->flush_color != wc && wq->inflight[wq->flush_color].load(std::memory_order_seq_cst) == 0)
-			wq->flush_color = (wq->flush_color + 1) % WORK_NR_COLORS;
+	bool hinted = false;
+	for (;;) {
 		// my_color is done when it lies outside [flush_color, work_color).
-		int dist_mine = (my_color - wq->flush_color + WORK_NR_COLORS) % WORK_NR_COLORS;
-		int dist_wc = (wc - wq->flush_color + WORK_NR_COLORS) % WORK_NR_COLORS;
-		return dist_mine >= dist_wc;
-	};
-	if (!done()) {
+		int fc = wq->flush_color;
+		int wc = wq->work_color.load();
+		if (dist(fc, my_color) >= dist(fc, wc))
+			break;
+		uint64_t gen = wq->flush_gen;
+		uint64_t moves = wq->flush_moves;
 		lk.unlock();
-		cmwq_blocking_begin();
+		// A color older than work_color gets no new items until flush_color
+		// has passed it, so what is found drained here stays drained.
+		int to = fc;
+		while (to != wc && color_drained(wq, to))
+			to = (to + 1) % WORK_NR_COLORS;
 		lk.lock();
-		while (!done())
-			wq->flush_cv.wait(lk);
-		lk.unlock();
-		cmwq_blocking_end();
-		lk.lock();
+		if (wq->flush_moves != moves)
+			continue; // another flusher moved flush_color: start again from it
+		if (to != fc) {
+			wq->flush_color = to;
+			wq->flush_moves++;
+			wq->flush_gen++;
+			wq->flush_cv.notify_all();
+			continue;
+		}
+		if (wq->flush_gen != gen)
+			continue; // something drained while we looked: look again
+		if (!hinted) {
+			lk.unlock();
+			cmwq_blocking_begin();
+			hinted = true;
+			lk.lock();
+			continue;
+		}
+		wq->flush_cv.wait(lk, [&] { return wq->flush_gen != gen; });
 	}
 	wq->nr_flushers.fetch_sub(1);
 	wq->flush_cv.notify_all();
+	if (hinted) {
+		lk.unlock();
+		cmwq_blocking_end();
+	}
 }
 
 } // namespace cmwq::detail
