@@ -563,6 +563,33 @@ struct bench {
 
 	void add(series s) { all.push_back(std::move(s)); }
 
+	// One series per chosen peer (not the limits) for a protocol: run(ex,
+	// what) measures one executor and returns that protocol's result.
+	template <class Run>
+	void add_peer_series(const char *protocol, const char *what_prefix, Run run, const char *hints_tag = nullptr)
+	{
+		for (auto &p : chosen_peers(false)) {
+			series ps{protocol, p.label};
+			ps.tags["peer"] = p.name;
+			ps.tags["impl"] = p.label;
+			if (hints_tag)
+				ps.tags["hints"] = hints_tag;
+			auto make = p.make;
+			std::string what = std::string(what_prefix) + ", peer " + p.name;
+			ps.job = [this, run, make, what](metrics &m, std::string &err, series &se) {
+				auto ex = make(pcfg);
+				auto r = run(*ex, what);
+				m = from(r);
+				if constexpr (requires { r.timeline; })
+					se.timeline = std::move(r.timeline);
+				if (!r.ok)
+					err = r.error;
+				return r.ok;
+			};
+			add(std::move(ps));
+		}
+	}
+
 	void plan()
 	{
 		// kernel protocol: cmwq for each scope (or per-CPU), A/B, sweep, peers
@@ -665,22 +692,9 @@ struct bench {
 				return r.ok;
 			};
 			add(std::move(s));
-			for (auto &p : chosen_peers(false)) {
-				series ps{"fanout", p.label};
-				ps.tags["peer"] = p.name;
-				ps.tags["impl"] = p.label;
-				auto make = p.make;
-				std::string name = p.name;
-				ps.job = [this, f, make, name](metrics &m, std::string &err, series &) {
-					auto ex = make(pcfg);
-					auto r = run_fanout(*ex, f, "fan-out protocol, peer " + name);
-					m = from(r);
-					if (!r.ok)
-						err = r.error;
-					return r.ok;
-				};
-				add(std::move(ps));
-			}
+			add_peer_series("fanout", "fan-out protocol", [f](executor &ex, const std::string &what) {
+				return run_fanout(ex, f, what);
+			});
 		}
 		if (o.protocols.count("blocking")) {
 			blocking_config b;
@@ -718,24 +732,9 @@ struct bench {
 				};
 				add(std::move(s));
 			}
-			for (auto &p : chosen_peers(false)) {
-				series ps{"blocking", p.label};
-				ps.tags["peer"] = p.name;
-				ps.tags["impl"] = p.label;
-				ps.tags["hints"] = "no";
-				auto make = p.make;
-				std::string name = p.name;
-				ps.job = [this, b, make, name](metrics &m, std::string &err, series &se) {
-					auto ex = make(pcfg);
-					auto r = run_blocking(*ex, b, "blocking protocol, peer " + name);
-					m = from(r);
-					se.timeline = std::move(r.timeline);
-					if (!r.ok)
-						err = r.error;
-					return r.ok;
-				};
-				add(std::move(ps));
-			}
+			add_peer_series(
+				"blocking", "blocking protocol",
+				[b](executor &ex, const std::string &what) { return run_blocking(ex, b, what); }, "no");
 		}
 		if (o.protocols.count("regression")) {
 			regression_config g;
@@ -772,22 +771,9 @@ struct bench {
 				};
 				add(std::move(s));
 			}
-			for (auto &p : chosen_peers(false)) {
-				series ps{"regression", p.label};
-				ps.tags["peer"] = p.name;
-				ps.tags["impl"] = p.label;
-				auto make = p.make;
-				std::string name = p.name;
-				ps.job = [this, g, make, name](metrics &m, std::string &err, series &) {
-					auto ex = make(pcfg);
-					auto r = run_regression(*ex, g, "regression protocol, peer " + name);
-					m = from(r);
-					if (!r.ok)
-						err = r.error;
-					return r.ok;
-				};
-				add(std::move(ps));
-			}
+			add_peer_series("regression", "regression protocol", [g](executor &ex, const std::string &what) {
+				return run_regression(ex, g, what);
+			});
 		}
 	}
 
