@@ -1432,15 +1432,13 @@ void flush_workqueue_impl(workqueue_struct *wq)
 			wq->flush_cv.notify_all();
 			continue;
 		}
-		if (wq->flush_gen != gen)
-			continue; // something drained while we looked: look again
 		if (!hinted) {
 			lk.unlock();
 			cmwq_blocking_begin();
 			hinted = true;
 			lk.lock();
-			continue;
 		}
+		// Returns at once if something drained while we looked (or hinted).
 		wq->flush_cv.wait(lk, [&] { return wq->flush_gen != gen; });
 	}
 	wq->nr_flushers.fetch_sub(1);
