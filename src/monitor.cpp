@@ -216,7 +216,7 @@ void watchdog_check(uint64_t now)
 		if (pool->node >= 0)
 			fprintf(stderr, " node=%d", pool->node);
 		fprintf(stderr, " flags=0x%x nice=%d stuck for %llus!\n", pool->flags, pool->nice,
-			static_cast<unsigned long long>((now - pool->last_progress_ns) / 1000000000ull));
+			static_cast<unsigned long long>((now - ts) / 1000000000ull));
 		pool->last_progress_ns = now; // report again only after another threshold
 	}
 	if (lockup)

@@ -1071,14 +1071,23 @@ static int try_to_grab_pending(work_struct *work, unsigned cflags)
 		pool_workqueue *pwq = data_pwq(data);
 		if (pwq->pool != pool)
 			return -EAGAIN;
-		if (data & WORK_STRUCT_INACTIVE)
+		// Barriers linked behind an inactive item go to the worklist with
+		// it; the item itself keeps INACTIVE so it gives back no slot.
+		if (data & WORK_STRUCT_INACTIVE) {
+			if (list_empty(&pool->worklist))
+				pool->last_progress_ns = now_ns();
 			move_linked_works(work, &pool->worklist);
+		}
 		list_del_init(&work->entry);
 		__atomic_store_n(&work->data,
 				 make_offq(static_cast<unsigned long>(pool->id), 0, pool->flags & POOL_BH) |
 					 WORK_STRUCT_PENDING,
 				 __ATOMIC_RELEASE);
 		pwq_dec_nr_in_flight(pwq, data, d);
+		// A barrier moved to the worklist needs a worker: the pool may
+		// have none running (or none at all, after an attribute change).
+		if (!list_empty(&pool->worklist))
+			kick_pool(pool, d);
 	}
 	d.run();
 	return 1;

@@ -1,0 +1,138 @@
+// test_reliability.cpp - guarantees under change: work is never stranded
+// when cancel, flush and attribute changes interleave, and the watchdog's
+// stuck time counts from when the item could first run.
+#include <gtest/gtest.h>
+
+#include <cmwq/linux/workqueue.h>
+#include <cmwq/params.h>
+
+#include "test_util.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+struct gate_item {
+	work_struct work;
+	std::atomic<bool> started{false};
+	std::atomic<bool> release{false};
+};
+
+void gate_fn(work_struct *w)
+{
+	auto *g = container_of(w, gate_item, work);
+	g->started = true;
+	while (!g->release.load())
+		std::this_thread::sleep_for(1ms);
+}
+
+void nop_fn(work_struct *) {}
+
+workqueue_attrs *attrs_with_nice(int nice)
+{
+	workqueue_attrs *a = alloc_workqueue_attrs();
+	a->nice = nice;
+	a->affn_scope = WQ_AFFN_SYSTEM;
+	return a;
+}
+
+} // namespace
+
+// The stranding race: a flush_work barrier linked behind an inactive item
+// was moved to the worklist of the item's pool when the item was cancelled,
+// but nothing woke that pool. After an attribute change the pool is new and
+// has no worker, so the barrier (and the flusher) waited forever.
+TEST(stranding, barrier_of_a_cancelled_inactive_item_runs_on_a_fresh_pool)
+{
+	workqueue_struct *wq = alloc_workqueue("t_strand", WQ_UNBOUND, 1);
+	ASSERT_NE(wq, nullptr);
+	workqueue_attrs *a1 = attrs_with_nice(3);
+	workqueue_attrs *a2 = attrs_with_nice(6); // no other test uses nice 6: a fresh pool
+	ASSERT_EQ(apply_workqueue_attrs(wq, a1), 0);
+
+	gate_item a;
+	INIT_WORK(&a.work, gate_fn);
+	ASSERT_TRUE(queue_work(wq, &a.work));
+	ASSERT_TRUE(wait_until([&] { return a.started.load(); }));
+
+	ASSERT_EQ(apply_workqueue_attrs(wq, a2), 0);
+	auto b = std::make_shared<work_struct>();
+	INIT_WORK(b.get(), nop_fn);
+	ASSERT_TRUE(queue_work(wq, b.get())); // inactive: max_active 1 is taken by a
+	EXPECT_EQ(work_busy(b.get()), unsigned(WORK_BUSY_PENDING));
+
+	auto flushed = std::make_shared<std::atomic<bool>>(false);
+	std::thread([b, flushed] {
+		flush_work(b.get());
+		flushed->store(true);
+	}).detach();
+	// The flusher's barrier is linked behind b once it is queued.
+	ASSERT_TRUE(wait_until([&] { return (__atomic_load_n(&b->data, __ATOMIC_ACQUIRE) & WORK_STRUCT_LINKED) != 0; }));
+	EXPECT_TRUE(cancel_work(b.get()));
+	a.release = true;
+
+	EXPECT_TRUE(wait_until([&] { return flushed->load(); }, 20000ms))
+		<< "flush_work of a cancelled inactive item never returned";
+	if (flushed->load()) {
+		flush_workqueue(wq);
+		destroy_workqueue(wq);
+	}
+	free_workqueue_attrs(a1);
+	free_workqueue_attrs(a2);
+}
+
+// The watchdog's "stuck for" counts from when the pool's worklist last
+// became non-empty or made progress, never from an unset stamp (which read
+// as the machine's uptime). The barrier of a cancelled inactive item is put
+// on a pool that cannot get a worker, so the watchdog must report it.
+TEST(watchdog, stuck_time_counts_from_when_the_item_could_first_run)
+{
+	ASSERT_EQ(cmwq_param_set("workqueue.watchdog_thresh", "1"), 0);
+	workqueue_struct *wq = alloc_workqueue("t_stuck_time", WQ_UNBOUND, 1);
+	ASSERT_NE(wq, nullptr);
+	workqueue_attrs *a1 = attrs_with_nice(2);
+	workqueue_attrs *a2 = attrs_with_nice(8); // fresh pool, never had a worker
+	ASSERT_EQ(apply_workqueue_attrs(wq, a1), 0);
+	gate_item a;
+	INIT_WORK(&a.work, gate_fn);
+	ASSERT_TRUE(queue_work(wq, &a.work));
+	ASSERT_TRUE(wait_until([&] { return a.started.load(); }));
+	ASSERT_EQ(apply_workqueue_attrs(wq, a2), 0);
+	auto b = std::make_shared<work_struct>();
+	INIT_WORK(b.get(), nop_fn);
+	ASSERT_TRUE(queue_work(wq, b.get()));
+	ASSERT_EQ(cmwq_param_set("cmwq.fail_worker_creation", "-1"), 0);
+	auto flushed = std::make_shared<std::atomic<bool>>(false);
+	std::thread([b, flushed] {
+		flush_work(b.get());
+		flushed->store(true);
+	}).detach();
+	ASSERT_TRUE(wait_until([&] { return (__atomic_load_n(&b->data, __ATOMIC_ACQUIRE) & WORK_STRUCT_LINKED) != 0; }));
+	testing::internal::CaptureStderr();
+	auto t0 = std::chrono::steady_clock::now();
+	EXPECT_TRUE(cancel_work(b.get()));
+	std::this_thread::sleep_for(2500ms);
+	auto elapsed_s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - t0).count();
+	std::string err = testing::internal::GetCapturedStderr();
+	cmwq_param_set("cmwq.fail_worker_creation", "0");
+	a.release = true;
+	EXPECT_TRUE(wait_until([&] { return flushed->load(); }, 20000ms));
+	cmwq_param_set("workqueue.watchdog_thresh", "30");
+
+	size_t at = err.find("stuck for ");
+	ASSERT_NE(at, std::string::npos) << "no lockup report:\n" << err;
+	for (; at != std::string::npos; at = err.find("stuck for ", at + 1)) {
+		long s = std::stol(err.substr(at + 10));
+		EXPECT_GE(s, 1) << err;
+		EXPECT_LE(s, elapsed_s + 1) << "stuck time longer than the item existed:\n" << err;
+	}
+	if (flushed->load())
+		destroy_workqueue(wq);
+	free_workqueue_attrs(a1);
+	free_workqueue_attrs(a2);
+}
