@@ -28,6 +28,24 @@
 #include <cmwq/stats.h>
 #include <cmwq/topology.hpp>
 
+// Clang thread-safety annotations (-Wthread-safety); empty elsewhere.
+#if defined(__clang__)
+#define CMWQ_TSA(x) __attribute__((x))
+#else
+#define CMWQ_TSA(x)
+#endif
+#define CAPABILITY(x) CMWQ_TSA(capability(x))
+#define SCOPED_CAPABILITY CMWQ_TSA(scoped_lockable)
+#define GUARDED_BY(x) CMWQ_TSA(guarded_by(x))
+#define PT_GUARDED_BY(x) CMWQ_TSA(pt_guarded_by(x))
+#define REQUIRES(...) CMWQ_TSA(requires_capability(__VA_ARGS__))
+#define EXCLUDES(...) CMWQ_TSA(locks_excluded(__VA_ARGS__))
+#define ACQUIRE(...) CMWQ_TSA(acquire_capability(__VA_ARGS__))
+#define RELEASE(...) CMWQ_TSA(release_capability(__VA_ARGS__))
+#define TRY_ACQUIRE(...) CMWQ_TSA(try_acquire_capability(__VA_ARGS__))
+#define ASSERT_CAPABILITY(x) CMWQ_TSA(assert_capability(x))
+#define NO_THREAD_SAFETY_ANALYSIS CMWQ_TSA(no_thread_safety_analysis)
+
 namespace cmwq::detail {
 
 // pool->lock: held for a few hundred nanoseconds at a time by queuers and
@@ -83,6 +101,8 @@ inline void list_move_tail(list_head *e, list_head *head)
 }
 inline work_struct *entry_work(list_head *e) { return container_of(e, work_struct, entry); }
 
+struct pool_workqueue;
+
 // ---- the state word ------------------------------------------------------
 
 inline unsigned long work_data(const work_struct *w)
@@ -98,6 +118,11 @@ inline unsigned long make_offq(unsigned long pool_id, unsigned long depth, bool 
 {
 	return (pool_id << WORK_OFFQ_POOL_SHIFT) | (depth << WORK_OFFQ_DISABLE_SHIFT) |
 	       (bh ? 1UL << WORK_OFFQ_BH_BIT : 0);
+}
+// The pwq of a queued item (WORK_STRUCT_PWQ set): the one decode.
+inline pool_workqueue *data_pwq(unsigned long data)
+{
+	return reinterpret_cast<pool_workqueue *>(data & ~((1UL << WORK_STRUCT_PWQ_SHIFT) - 1));
 }
 inline int work_color(unsigned long d)
 {
@@ -136,7 +161,14 @@ inline bool need_to_create_worker(const pool_counts &c)
 {
 	return need_more_worker(c) && !may_start_working(c);
 }
-inline constexpr int MAX_IDLE_WORKERS_RATIO = 4;
+// The kernel's constants (kernel/workqueue.c), in nanoseconds where timed.
+inline constexpr int MAX_IDLE_WORKERS_RATIO = 4;         // 1/4 of busy can be idle
+inline constexpr uint64_t CREATE_COOLDOWN_NS = 1000000000ull;      // after a failed creation
+inline constexpr uint64_t MAYDAY_INITIAL_TIMEOUT_NS = 10000000ull; // 10 ms
+inline constexpr uint64_t MAYDAY_INTERVAL_NS = 100000000ull;      // 100 ms
+inline constexpr int RESCUER_BATCH = 16;                  // items per rescue turn
+inline constexpr int BUSY_WORKER_HASH_ORDER = 6;          // 64 busy-hash buckets
+inline constexpr int MAX_DEFERRED_WAKES = 4;              // wakes one locked section defers
 inline bool too_many_workers(const pool_counts &c)
 {
 	int idle = c.nr_idle + (c.manager_active ? 1 : 0);
@@ -212,7 +244,7 @@ struct worker_pool {
 	int nr_running = 0;              // L
 	list_head idle_list;             // L: LIFO
 	std::vector<worker *> workers;   // L
-	worker *busy_hash[64] = {};      // L
+	worker *busy_hash[1 << BUSY_WORKER_HASH_ORDER] = {}; // L
 	uint64_t last_progress_ns = 0;   // L
 	int next_worker_id = 0;          // L
 	int max_workers = 0;             // I: 0 = unlimited (BH pools: 1)
@@ -312,12 +344,21 @@ struct globals {
 	std::vector<int> unbound_cpus;              // G: effective global unbound mask
 	std::vector<int> cpu_node;                  // I: node of each CPU number
 	int nr_nodes = 1;                           // I
+	// The pools' mayday timer function (rescuer.cpp), set at start-up so
+	// that pool.cpp arms it without calling up a floor.
+	void (*mayday_timeout)(timer_list *) = nullptr; // I
+	// The monitor thread sleeps on this until a pool asks to be sampled.
+	struct {
+		std::mutex lock;
+		std::condition_variable cv;
+		bool armed = false;                 // lock
+	} monitor;
 };
 
 // What must happen after pool->lock is dropped: wakeups of picked workers,
 // worker creation, releases, activations on other pools.
 struct deferred {
-	worker *wake[4];
+	worker *wake[MAX_DEFERRED_WAKES];
 	int nr_wake = 0;
 	worker_pool *create = nullptr;
 	pool_workqueue *release[2];
@@ -327,16 +368,7 @@ struct deferred {
 	void run();
 };
 
-globals &g();
-void ensure_started();
-void pwq_release(pool_workqueue *pwq);
-bool pwq_activate_first_inactive_pub(pool_workqueue *pwq, deferred &d);
-void check_flush_dependency(workqueue_struct *target, work_struct *target_work);
-void rescuer_start(workqueue_struct *wq);
-void rescuer_stop(workqueue_struct *wq);
-extern thread_local worker *tl_worker;
-
-// Params (params.cpp)
+// Parameter values (params.cpp registers, parses and prints them).
 struct params_t {
 	std::atomic<unsigned> cache_shard_size{8};
 	std::atomic<bool> power_efficient{false};
@@ -352,43 +384,6 @@ struct params_t {
 	std::atomic<unsigned> idle_timeout_s{300};
 	std::atomic<bool> control{false};
 };
-params_t &params();
-void params_load_env();
-// The accepted values of a parameter, for error messages; NULL if unknown.
-const char *param_accepted(const char *name);
-
-// Engine entry points used by params/sysfs/introspection.
-int set_default_scope(affinity_scope s);
-int set_cache_shard_size(unsigned size);
-// The global unbound cpumask (sysfs workqueue/cpumask): 0 or -EINVAL if it
-// leaves no usable CPU.
-int set_unbound_cpumask(const std::vector<int> &requested);
-int wq_sysfs_get(workqueue_struct *wq, const std::string &attr, std::string &out);
-uint64_t now_ns();
-uint64_t thread_cpu_ns(pid_t tid);
-void warn_once_msg(const std::string &key, const std::string &msg);
-std::string func_name(work_func_t f);
-
-// Timers (timer.cpp): one thread, a heap on CLOCK_MONOTONIC.
-void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *));
-// Arm t unless it is armed already; returns whether it armed it.
-bool timer_add_if_idle(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *));
-// true if the timer was armed and is now removed (ownership moves to the caller).
-bool timer_delete(timer_list *t);
-void timer_start_thread();
-
-// Monitor (monitor.cpp): blocked-worker detection, hogs, watchdog.
-void monitor_start();
-bool kick_pool_pub(worker_pool *pool, deferred &d);
-void worker_set_flags_pub(worker *w, unsigned f);
-void watchdog_touch(int cpu);
-// A per-CPU pool holds items back behind running workers: sample it.
-void monitor_watch(worker_pool *pool);
-void mayday_arm(worker_pool *pool);
-void worker_sleeping(worker *w, bool from_monitor);
-void worker_running(worker *w);
-void process_rescue(worker *rescuer, pool_workqueue *pwq);
-void hog_account(worker *w, pool_workqueue *pwq, uint64_t cpu_ns, bool flagged);
 
 // Counter updates. CMWQ_STATS_OFF compiles them out, only to measure what
 // they cost (docs/benchmarks.md); the counter tests fail in such a build.

@@ -3,7 +3,7 @@
 // timer_list remembering its heap index so deletion is O(log n).
 // One thread rather than a timerfd per timer: arming and deleting stay a
 // few hundred nanoseconds under one lock and cost no file descriptors.
-#include "internal.h"
+#include "engine.h"
 
 #include <pthread.h>
 

@@ -8,7 +8,7 @@
 #include <cmwq/params.h>
 #include <cmwq/topology.hpp>
 
-#include "internal.h"
+#include "engine.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -1,0 +1,130 @@
+// dump.cpp - the state dump of show_all_workqueues() (spec 7.6): busy
+// workqueues with their pwqs, in-flight, pending and inactive items, then
+// the pools that are not idle. Reads the data model under its locks and
+// calls nothing else in the engine, so the watchdog and destroy_workqueue
+// can print it from anywhere.
+#include "engine.h"
+
+#include <cstdio>
+
+namespace cmwq::detail {
+
+static void print_pool_line(FILE *f, worker_pool *pool, uint64_t now)
+{
+	fprintf(f, "pool %d: cpus=%s", pool->id, format_cpulist(pool->cpus).c_str());
+	if (pool->node >= 0)
+		fprintf(f, " node=%d", pool->node);
+	fprintf(f, " flags=0x%x nice=%d", pool->flags, pool->nice);
+	if (!list_empty(&pool->worklist))
+		fprintf(f, " hung=%llus", static_cast<unsigned long long>((now - pool->last_progress_ns) / 1000000000ull));
+	fprintf(f, " workers=%d", pool->nr_workers);
+	if (pool->flags & POOL_MANAGER_ACTIVE)
+		fprintf(f, " manager");
+	if (pool->nr_idle) {
+		fprintf(f, " idle:");
+		for (list_head *e = pool->idle_list.next; e != &pool->idle_list; e = e->next)
+			fprintf(f, " %d", __atomic_load_n(&container_of(e, worker, entry)->tid, __ATOMIC_ACQUIRE));
+	}
+	fprintf(f, "\n");
+}
+
+static void print_func_list(FILE *f, const char *label, std::vector<std::string> names)
+{
+	if (names.empty())
+		return;
+	fprintf(f, "    %s: ", label);
+	for (size_t i = 0; i < names.size();) {
+		size_t j = i;
+		while (j < names.size() && names[j] == names[i])
+			j++;
+		if (i)
+			fprintf(f, ", ");
+		if (j - i > 1)
+			fprintf(f, "%zu*%s", j - i, names[i].c_str());
+		else
+			fprintf(f, "%s", names[i].c_str());
+		i = j;
+	}
+	fprintf(f, "\n");
+}
+
+// One workqueue's busy pwqs (spec 7.6). Takes each pool lock in turn.
+void show_wq(FILE *f, workqueue_struct *wq, uint64_t now)
+{
+	bool header = false;
+	for (list_head *e = wq->pwqs.next; e != &wq->pwqs; e = e->next) {
+		auto *pwq = container_of(e, pool_workqueue, pwqs_node);
+		worker_pool *pool = pwq->pool;
+		std::lock_guard lk(pool->lock);
+		if (!pwq->nr_in_flight && !pwq->nr_active && list_empty(&pwq->inactive_works))
+			continue;
+		if (!header) {
+			fprintf(f, "workqueue %s: flags=0x%x\n", wq->name.c_str(), wq->flags);
+			header = true;
+		}
+		fprintf(f, "  pwq %d: cpus=%s", pool->id, format_cpulist(pool->cpus).c_str());
+		if (pool->node >= 0)
+			fprintf(f, " node=%d", pool->node);
+		fprintf(f, " flags=0x%x nice=%d active=%d refcnt=%d%s\n", pool->flags, pool->nice, pwq->nr_active,
+			pwq->refcnt, pwq->on_mayday ? " MAYDAY" : "");
+		std::string infl;
+		for (worker *w : pool->workers) {
+			if (w->current_pwq != pwq)
+				continue;
+			char buf[256];
+			snprintf(buf, sizeof(buf), "%s%d%s:%s for %llus", infl.empty() ? "" : ", ",
+				 __atomic_load_n(&w->tid, __ATOMIC_ACQUIRE),
+				 w->rescuer ? "(RESCUER)" : "", func_name(w->current_func).c_str(),
+				 static_cast<unsigned long long>((now - w->current_start_ns) / 1000000000ull));
+			infl += buf;
+		}
+		if (!infl.empty())
+			fprintf(f, "    in-flight: %s\n", infl.c_str());
+		std::vector<std::string> pending, inactive;
+		for (list_head *x = pool->worklist.next; x != &pool->worklist; x = x->next) {
+			work_struct *w = entry_work(x);
+			unsigned long d = work_data(w);
+			if ((d & WORK_STRUCT_PWQ) && reinterpret_cast<pool_workqueue *>(d & ~255UL) == pwq)
+				pending.push_back(func_name(w->func));
+		}
+		for (list_head *x = pwq->inactive_works.next; x != &pwq->inactive_works; x = x->next)
+			inactive.push_back(func_name(entry_work(x)->func));
+		print_func_list(f, "pending", pending);
+		print_func_list(f, "inactive", inactive);
+	}
+}
+
+void dump_all(FILE *f)
+{
+	auto &gl = g();
+	uint64_t now = now_ns();
+	std::lock_guard gk(gl.pool_mutex);
+	fprintf(f, "Showing busy workqueues and worker pools:\n");
+	for (auto *wq : gl.workqueues) {
+		std::lock_guard wk(wq->mutex);
+		show_wq(f, wq, now);
+	}
+	for (auto *pool : gl.pools) {
+		std::lock_guard lk(pool->lock);
+		if (pool->nr_workers == pool->nr_idle && list_empty(&pool->worklist))
+			continue;
+		print_pool_line(f, pool, now);
+	}
+	fflush(f);
+}
+
+} // namespace cmwq::detail
+
+using namespace cmwq::detail;
+
+extern "C" {
+
+void cmwq_dump(FILE *out) { dump_all(out); }
+void show_all_workqueues(void) { dump_all(stderr); }
+void show_one_workqueue(struct workqueue_struct *wq)
+{
+	std::lock_guard wk(wq->mutex);
+	show_wq(stderr, wq, now_ns());
+}
+
+} // extern "C"

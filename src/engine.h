@@ -1,0 +1,214 @@
+// engine.h - the seam between the engine's files: every function one engine
+// file calls in another, each with the lock context it needs.
+//
+// The files form a strict downward layering (docs/design.md, "Where to
+// change what"); a function may call only what is declared for a floor at
+// or below its own:
+//   sys.cpp, timer.cpp          platform: clocks, futex, wake, affinity, timers
+//   pool.cpp                    worker_pool: idle list, kick_pool, culling, pools
+//   pwq.cpp                     pool_workqueue: state word, nr_active, release
+//   worker.cpp                  workers, process_one_work, hints, deferred::run
+//   work.cpp, rescuer.cpp, dump.cpp
+//   monitor.cpp                 blocked-worker sampling, hog reclassification, watchdog
+//   workqueue.cpp               one workqueue: alloc/destroy, attrs, max_active
+//   sysfs.cpp, introspect.cpp, compat.cpp, params.cpp
+// Two calls go up through a pointer set at start-up, as the kernel's timers
+// do: the pools' mayday timer (globals::mayday_timeout, rescuer.cpp) and the
+// control endpoint's start (control.cpp is a client of the public API).
+//
+// "Context:" names what the caller holds. L is the pool->lock of the pool
+// the arguments belong to; "no lock" means the caller holds no engine lock;
+// "may sleep" means it may block. Clang checks the L rules (REQUIRES).
+#pragma once
+
+#include "internal.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace cmwq::detail {
+
+// ---- sys.cpp ----------------------------------------------------------------
+
+// Context: any. The process-wide state, never freed.
+globals &g();
+// Context: any. CLOCK_MONOTONIC and the calling thread's CPU clock, in ns.
+uint64_t now_ns();
+uint64_t thread_cpu_ns();
+// Context: no lock; may sleep. Waits while *a == val (spurious returns allowed).
+void futex_wait(std::atomic<int> *a, int val);
+// Context: any. Wakes up to n waiters of a.
+void futex_wake(std::atomic<int> *a, int n);
+// Context: no lock. The wake word of a worker or rescuer: 0 idle, 1 woken,
+// 2 asleep in the futex. worker_wait_word sleeps from 0 until woken (the
+// caller stored 0 before its last look for work); worker_wake_word wakes.
+void worker_wake_word(worker *w);
+void worker_wait_word(worker *w);
+// Context: no lock (after the pick; see kick_pool). Wakes a worker picked
+// and pinned under its pool's lock, then drops the pin.
+void wake_worker(worker *w);
+// Context: any. Spin hint for the first rounds of a wait loop, then yield.
+void spin_pause(int &n);
+// Context: the calling thread. Affinity to cpus (those this process may use).
+void pin_self(const std::vector<int> &cpus);
+// Context: the calling thread. Applies nice, or the lowest allowed, with one message.
+void apply_nice(int nice);
+// Context: any. The function's symbol name, or its address.
+std::string func_name(work_func_t f);
+// Context: any (takes an internal lock). Prints msg once per key.
+void warn_once_msg(const std::string &key, const std::string &msg);
+
+// ---- timer.cpp --------------------------------------------------------------
+
+// Context: any lock but the timer lock. Arms (or re-arms) t.
+void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *));
+// Context: as timer_add. Arms t unless it is armed already; whether it armed it.
+bool timer_add_if_idle(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *));
+// Context: as timer_add. true if t was armed and is now removed.
+bool timer_delete(timer_list *t);
+
+// ---- params.cpp -------------------------------------------------------------
+
+// Context: any. The parameter values (atomics).
+params_t &params();
+// Context: start-up. Applies CMWQ_PARAMS.
+void params_load_env();
+// Context: any. The accepted values of a parameter, for messages; NULL if unknown.
+const char *param_accepted(const char *name);
+
+// ---- pool.cpp ---------------------------------------------------------------
+
+extern thread_local worker *tl_worker;
+// Context: any. The pool with that id, or NULL (pools are never freed).
+worker_pool *get_pool_by_id(unsigned long id);
+// Context: L. The worker of pool running work (same function), or NULL.
+worker *find_worker_executing_work(worker_pool *pool, work_struct *work) REQUIRES(pool->lock);
+// Context: L. Enter and leave the busy hash, keyed by w->current_work.
+void hash_add(worker_pool *pool, worker *w) REQUIRES(pool->lock);
+void hash_del(worker_pool *pool, worker *w) REQUIRES(pool->lock);
+// Context: L. Set/clear worker flags, keeping nr_running for NOT_RUNNING.
+void worker_set_flags(worker *w, unsigned f) REQUIRES(w->pool->lock);
+void worker_clr_flags(worker *w, unsigned f) REQUIRES(w->pool->lock);
+// Context: L. Onto and off the idle list (arms the idle timer when too many).
+void worker_enter_idle(worker *w) REQUIRES(w->pool->lock);
+void worker_leave_idle(worker *w) REQUIRES(w->pool->lock);
+// Context: L. Picks and pins an idle worker if the pool needs one, asking d
+// to wake it after unlock (or asks d to create one, or arms the mayday
+// timer). Returns whether a worker is on its way.
+bool kick_pool(worker_pool *pool, deferred &d) REQUIRES(pool->lock);
+// Context: any. Arms the pool's mayday timer unless armed.
+void mayday_arm(worker_pool *pool);
+// Context: any (usually L). A per-CPU pool holds items back behind running
+// workers: wake the monitor to sample it.
+void monitor_watch(worker_pool *pool);
+// Context: start-up, G held.
+void init_percpu_pools(globals &gl) REQUIRES(gl.pool_mutex);
+// Context: G held. The pool for these attributes (refcnt + 1), NULL if out of ids.
+worker_pool *get_unbound_pool(int nice, bool strict, const std::vector<int> &pod,
+			      const std::vector<int> &mask) REQUIRES(g().pool_mutex);
+// Context: no lock. Drops a user; the last one culls its idle workers.
+void put_unbound_pool(worker_pool *pool) EXCLUDES(g().pool_mutex);
+
+// ---- pwq.cpp ----------------------------------------------------------------
+
+// Context: any (lock-free read). The pool the item is queued on or last ran on.
+worker_pool *get_work_pool(work_struct *work);
+// Context: any. The node slot counter of an unbound pwq, NULL for per-CPU.
+wq_node_nr_active *pwq_nna(pool_workqueue *pwq);
+// Context: L. Takes an active slot for one item of pwq; fill: ignore the node FIFO.
+bool pwq_tryinc_nr_active(pool_workqueue *pwq, bool fill) REQUIRES(pwq->pool->lock);
+// Context: L. Moves work and the barriers linked behind it to head.
+void move_linked_works(work_struct *work, list_head *head);
+// Context: L. Activates the first inactive item if a slot is free.
+bool pwq_activate_first_inactive(pool_workqueue *pwq, bool fill) REQUIRES(pwq->pool->lock);
+// Context: L of pwq's pool, or no lock with pwq NULL. Gives a freed slot of
+// nna to the first waiting pwq; one of another pool is activated by d.
+void node_activate_pending(pool_workqueue *pwq, wq_node_nr_active *nna, deferred &d);
+// Context: N held. Joins the node's FIFO of pwqs waiting for a slot, once.
+void nna_add_pending(wq_node_nr_active *nna, pool_workqueue *pwq);
+// Context: no lock. A slot handed over by d.activate: activate one item of
+// pwq; whether one was (else the caller offers the slot on).
+bool node_activate_handoff(pool_workqueue *pwq, deferred &d) EXCLUDES(pwq->pool->lock);
+// Context: L. An item (data: its state word) left pwq: slots, colors, reference.
+void pwq_dec_nr_in_flight(pool_workqueue *pwq, unsigned long data, deferred &d) REQUIRES(pwq->pool->lock);
+// Context: L. Publishes pwq|PENDING|PWQ|extra and links work at head.
+void insert_work(pool_workqueue *pwq, work_struct *work, list_head *head, unsigned long extra)
+	REQUIRES(pwq->pool->lock);
+// Context: any, PENDING owned. State-word transitions off queue.
+void clear_pending_keep_offq(work_struct *work);
+bool clear_pending_if_disabled(work_struct *work);
+bool test_and_set_pending(work_struct *work);
+// Context: G and W held. A new pwq of wq on pool, holding its base reference.
+pool_workqueue *new_pwq(workqueue_struct *wq, worker_pool *pool);
+// Context: no lock. The last reference is gone: unlink, unplug an ordered
+// successor, drop the pool; wakeups it needs are left in d.
+void pwq_release(pool_workqueue *pwq, deferred &d);
+// Context: no lock. Drops a base reference; the pwq if it must be released.
+pool_workqueue *put_base_ref(pool_workqueue *pwq);
+
+// ---- worker.cpp -------------------------------------------------------------
+
+// Context: L. Moves work (and linked barriers) to w, or to the worker that
+// already runs it (non-reentrancy); whether w got it.
+bool assign_work(work_struct *work, worker *w) REQUIRES(w->pool->lock);
+// Context: L held on entry and exit (dropped while each item runs).
+void process_scheduled_works(worker *w, deferred &d, std::unique_lock<pool_mutex> &lk)
+	REQUIRES(w->pool->lock);
+// Context: no lock. Creates a worker for pool if it still needs one.
+void deferred_create(worker_pool *pool);
+// Context: no lock, the worker's own thread (or the monitor for it). The
+// kernel's wq_worker_sleeping / wq_worker_running.
+void worker_sleeping(worker *w);
+void worker_running(worker *w);
+// Context: no lock. Counts fn once more as a CPU hog and reports on the
+// kernel's power-of-two schedule.
+void hog_report(work_func_t fn);
+
+// ---- work.cpp ---------------------------------------------------------------
+
+// Context: any. The calling thread's CPU if usable, else a usable one.
+int current_cpu();
+// Context: no lock. Warns if the running work item's wait on target could deadlock.
+void check_flush_dependency(workqueue_struct *target, work_struct *target_work);
+
+// ---- rescuer.cpp ------------------------------------------------------------
+
+// Context: the pool's mayday timer (timer thread, no lock).
+void pool_mayday_timeout(timer_list *t);
+// Context: W not held; creation and destruction of wq.
+void rescuer_start(workqueue_struct *wq);
+void rescuer_stop(workqueue_struct *wq);
+
+// ---- dump.cpp ---------------------------------------------------------------
+
+// Context: no lock (takes G, W and L in order).
+void dump_all(FILE *f);
+void show_wq(FILE *f, workqueue_struct *wq, uint64_t now) REQUIRES(wq->mutex);
+
+// ---- monitor.cpp ------------------------------------------------------------
+
+// Context: start-up.
+void monitor_start();
+// Context: any.
+void watchdog_touch(int cpu);
+
+// ---- workqueue.cpp ----------------------------------------------------------
+
+// Context: any. Starts the library once (topology, pools, system workqueues).
+void ensure_started();
+// Context: no lock. Parameter and sysfs setters that re-pod unbound workqueues.
+int set_default_scope(affinity_scope s);
+int set_cache_shard_size(unsigned size);
+// The global unbound cpumask: 0, or -EINVAL if it leaves no usable CPU.
+int set_unbound_cpumask(const std::vector<int> &requested);
+
+// ---- sysfs.cpp --------------------------------------------------------------
+
+// Context: W held. The attribute values the snapshot reports.
+std::string scope_attr(const workqueue_struct *wq);
+std::vector<int> attrs_cpus(const workqueue_attrs &a);
+// Context: no lock. A WQ_SYSFS attribute of wq, 0 or -ENOENT.
+int wq_sysfs_get(workqueue_struct *wq, const std::string &attr, std::string &out);
+
+} // namespace cmwq::detail

@@ -1,0 +1,133 @@
+// sys.cpp - the engine's platform layer: clocks, the futex wait and wake
+// (the only place that issues the system call), the one way a sleeping
+// worker is woken, CPU affinity and nice, function names and warnings.
+// Kept apart from the policy so that a change of mechanism (how a worker
+// sleeps and is woken) touches one file; the policy stays in pool.cpp.
+#include "engine.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+namespace cmwq::detail {
+
+globals &g()
+{
+	static globals *gl = new globals; // never freed: workers may outlive main
+	return *gl;
+}
+
+uint64_t now_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t thread_cpu_ns()
+{
+	timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void futex_wait(std::atomic<int> *a, int val)
+{
+	syscall(SYS_futex, reinterpret_cast<int *>(a), FUTEX_WAIT_PRIVATE, val, nullptr, nullptr, 0);
+}
+void futex_wake(std::atomic<int> *a, int n)
+{
+	syscall(SYS_futex, reinterpret_cast<int *>(a), FUTEX_WAKE_PRIVATE, n, nullptr, nullptr, 0);
+}
+
+std::string func_name(work_func_t f)
+{
+	Dl_info info;
+	char buf[64];
+	if (f && dladdr(reinterpret_cast<void *>(f), &info) && info.dli_sname)
+		return info.dli_sname;
+	snprintf(buf, sizeof(buf), "%p", reinterpret_cast<void *>(f));
+	return buf;
+}
+
+void warn_once_msg(const std::string &key, const std::string &msg)
+{
+	static std::mutex *m = new std::mutex;
+	static std::set<std::string> *seen = new std::set<std::string>;
+	std::lock_guard lk(*m);
+	if (seen->insert(key).second)
+		fprintf(stderr, "%s\n", msg.c_str());
+}
+
+void spin_pause(int &n)
+{
+	if (++n < 64)
+		__builtin_ia32_pause();
+	else
+		sched_yield();
+}
+
+void worker_wake_word(worker *w)
+{
+	if (w->wake.exchange(1, std::memory_order_acq_rel) == 2)
+		futex_wake(&w->wake, 1);
+}
+
+void worker_wait_word(worker *w)
+{
+	int expected = 0;
+	if (w->wake.compare_exchange_strong(expected, 2, std::memory_order_acq_rel))
+		while (w->wake.load(std::memory_order_acquire) == 2)
+			futex_wait(&w->wake, 2);
+}
+
+void wake_worker(worker *w)
+{
+	worker_wake_word(w);
+	w->pins.fetch_sub(1, std::memory_order_release);
+}
+
+void pin_self(const std::vector<int> &cpus)
+{
+	auto &gl = g();
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	int n = 0;
+	for (int c : cpus)
+		if (std::binary_search(gl.real_cpus.begin(), gl.real_cpus.end(), c) && c < CPU_SETSIZE) {
+			CPU_SET(c, &set);
+			n++;
+		}
+	if (n)
+		sched_setaffinity(0, sizeof(set), &set);
+}
+
+void apply_nice(int nice)
+{
+	if (nice == 0)
+		return;
+	if (setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice) == 0)
+		return;
+	struct rlimit rl;
+	int lowest = 0;
+	if (getrlimit(RLIMIT_NICE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		lowest = 20 - static_cast<int>(rl.rlim_cur);
+	lowest = std::max(lowest, nice);
+	if (lowest < 0)
+		setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), lowest);
+	warn_once_msg("nice", "cmwq: cannot set nice " + std::to_string(nice) +
+				      " for high-priority workers (needs CAP_SYS_NICE or RLIMIT_NICE); using " +
+				      std::to_string(std::min(lowest, 0)));
+}
+
+} // namespace cmwq::detail

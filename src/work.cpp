@@ -1,0 +1,451 @@
+// work.cpp - one work item: queueing (on a CPU, a node, after a delay),
+// the CPU choice, grabbing PENDING for cancel/disable/enable, flush
+// barriers and flush_work, work_busy, and flush-dependency checks.
+// PENDING is the item's ownership token, taken with one atomic
+// test-and-set outside any lock (the kernel's rule); everything after it
+// happens under the target pool's lock.
+#include "engine.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace cmwq::detail {
+
+int current_cpu()
+{
+	auto &gl = g();
+	int cpu = sched_getcpu();
+	if (cpu >= 0 && cpu < static_cast<int>(gl.cpu_index.size()) && gl.cpu_index[cpu] >= 0)
+		return cpu;
+	if (cpu < 0)
+		cpu = 0;
+	return gl.usable[static_cast<size_t>(cpu) % gl.usable.size()];
+}
+
+static int wq_select_unbound_cpu(int cpu)
+{
+	auto &gl = g();
+	if (!params().debug_force_rr_cpu.load(std::memory_order_relaxed))
+		return cpu;
+	warn_once_msg("rr", "workqueue: round-robin CPU selection forced, expect performance impact");
+	thread_local size_t rr = 0;
+	rr = (rr + 1) % gl.usable.size();
+	return gl.usable[rr];
+}
+
+static bool cpu_usable(int cpu)
+{
+	auto &gl = g();
+	return cpu >= 0 && cpu < static_cast<int>(gl.cpu_index.size()) && gl.cpu_index[cpu] >= 0;
+}
+
+static bool is_chained_work(workqueue_struct *wq)
+{
+	worker *w = tl_worker;
+	return w && w->current_pwq && w->current_pwq->wq == wq;
+}
+
+static void __queue_work(int req_cpu, workqueue_struct *wq, work_struct *work)
+{
+	unsigned wqf = wq->aflags.load(std::memory_order_acquire);
+	if ((wqf & (__WQ_DESTROYING | __WQ_DRAINING)) && !is_chained_work(wq)) {
+		warn_once_msg("cannot-queue-" + wq->name, "workqueue: cannot queue " + func_name(work->func) +
+								    " on wq " + wq->name);
+		clear_pending_keep_offq(work);
+		return;
+	}
+	if (wqf & __WQ_DEPRECATED)
+		warn_once_msg("deprecated-" + wq->name,
+			      "workqueue: " + wq->name + " is deprecated; use system_percpu_wq or system_dfl_wq");
+	deferred d;
+	for (int tries = 0;; tries++) {
+		int cpu = req_cpu;
+		if (cpu == WORK_CPU_UNBOUND || !cpu_usable(cpu)) {
+			if (cpu != WORK_CPU_UNBOUND)
+				warn_once_msg("bad-cpu", "cmwq: queue_work_on: CPU " + std::to_string(cpu) +
+								 " is not usable (not online or outside the process affinity mask); "
+								 "using the current CPU");
+			cpu = current_cpu();
+			if (wqf & WQ_UNBOUND)
+				cpu = wq_select_unbound_cpu(cpu);
+		}
+		pool_workqueue *pwq = wq->cpu_pwq[static_cast<size_t>(cpu)].load(std::memory_order_acquire);
+		worker_pool *pool = pwq->pool;
+		worker_pool *last_pool = (wqf & __WQ_ORDERED) ? nullptr : get_work_pool(work);
+		std::unique_lock<pool_mutex> lk;
+		if (last_pool && last_pool != pool) {
+			lk = std::unique_lock(last_pool->lock);
+			worker *w = find_worker_executing_work(last_pool, work);
+			if (w && w->current_pwq->wq == wq) {
+				pwq = w->current_pwq;
+				pool = last_pool;
+			} else {
+				lk.unlock();
+				lk = std::unique_lock(pool->lock);
+			}
+		} else {
+			lk = std::unique_lock(pool->lock);
+		}
+		if (pwq->refcnt == 0 || pwq->released) {
+			lk.unlock();
+			int n = 0;
+			spin_pause(n);
+			continue;
+		}
+		CMWQ_PROBE5(workqueue_queue_work, work, work->func, wq->name.c_str(), req_cpu, pool->cpu);
+		// Read under pool->lock: a flusher that moves work_color on scans
+		// this pwq under the same lock afterwards, so it either sees this
+		// item counted in the old color or this load sees the new color.
+		int color = wq->work_color.load(std::memory_order_relaxed);
+		pwq->nr_in_flight_color[color]++;
+		pwq->nr_in_flight++;
+		unsigned long cflags = static_cast<unsigned long>(color) << WORK_STRUCT_COLOR_SHIFT;
+		if (list_empty(&pwq->inactive_works) && pwq_tryinc_nr_active(pwq, false)) {
+			if (list_empty(&pool->worklist))
+				pool->last_progress_ns = now_ns();
+			insert_work(pwq, work, &pool->worklist, cflags);
+			CMWQ_PROBE2(workqueue_activate_work, work, work->func);
+			if (!kick_pool(pool, d) && pool->nr_running > 0 && pool->cpu >= 0 &&
+			    !(pool->flags & POOL_BH))
+				monitor_watch(pool);
+		} else {
+			insert_work(pwq, work, &pwq->inactive_works, cflags | WORK_STRUCT_INACTIVE);
+		}
+		break;
+	}
+	d.run();
+}
+
+static void delayed_work_timer_fn(timer_list *t)
+{
+	auto *dw = container_of(t, delayed_work, timer);
+	__queue_work(dw->cpu, dw->wq, &dw->work);
+}
+
+static void __queue_delayed_work(int cpu, workqueue_struct *wq, delayed_work *dw, unsigned long delay)
+{
+	if (!delay) {
+		__queue_work(cpu, wq, &dw->work);
+		return;
+	}
+	dw->wq = wq;
+	dw->cpu = cpu;
+	timer_add(&dw->timer, now_ns() + static_cast<uint64_t>(delay) * 1000000ull, delayed_work_timer_fn);
+}
+
+enum { WORK_CANCEL_DELAYED = 1, WORK_CANCEL_DISABLE = 2 };
+
+static int try_to_grab_pending(work_struct *work, unsigned cflags)
+{
+	if (cflags & WORK_CANCEL_DELAYED) {
+		delayed_work *dw = to_delayed_work(work);
+		if (timer_delete(&dw->timer))
+			return 1;
+	}
+	if (!test_and_set_pending(work))
+		return 0;
+	worker_pool *pool = get_work_pool(work);
+	if (!pool)
+		return -EAGAIN;
+	deferred d;
+	{
+		std::lock_guard lk(pool->lock);
+		unsigned long data = work_data(work);
+		if (!(data & WORK_STRUCT_PWQ))
+			return -EAGAIN;
+		pool_workqueue *pwq = data_pwq(data);
+		if (pwq->pool != pool)
+			return -EAGAIN;
+		// Barriers linked behind an inactive item go to the worklist with
+		// it; the item itself keeps INACTIVE so it gives back no slot.
+		if (data & WORK_STRUCT_INACTIVE) {
+			if (list_empty(&pool->worklist))
+				pool->last_progress_ns = now_ns();
+			move_linked_works(work, &pool->worklist);
+		}
+		list_del_init(&work->entry);
+		__atomic_store_n(&work->data,
+				 make_offq(static_cast<unsigned long>(pool->id), 0, pool->flags & POOL_BH) |
+					 WORK_STRUCT_PENDING,
+				 __ATOMIC_RELEASE);
+		pwq_dec_nr_in_flight(pwq, data, d);
+		// A barrier moved to the worklist needs a worker: the pool may
+		// have none running (or none at all, after an attribute change).
+		if (!list_empty(&pool->worklist))
+			kick_pool(pool, d);
+	}
+	d.run();
+	return 1;
+}
+
+static int work_grab_pending(work_struct *work, unsigned cflags)
+{
+	int n = 0;
+	for (;;) {
+		int ret = try_to_grab_pending(work, cflags);
+		if (ret >= 0)
+			return ret;
+		spin_pause(n);
+	}
+}
+
+static bool __cancel_work(work_struct *work, unsigned cflags)
+{
+	int ret = work_grab_pending(work, cflags);
+	unsigned long data = work_data(work);
+	unsigned long depth = offq_depth(data);
+	if (cflags & WORK_CANCEL_DISABLE) {
+		if (depth == (1UL << WORK_OFFQ_DISABLE_BITS) - 1)
+			warn_once_msg("disable-overflow", "workqueue: work disable count overflowed");
+		else
+			depth++;
+	}
+	__atomic_store_n(&work->data, make_offq(offq_pool(data), depth, data & (1UL << WORK_OFFQ_BH_BIT)),
+			 __ATOMIC_RELEASE);
+	return ret != 0;
+}
+
+struct wq_barrier {
+	work_struct work;
+	std::atomic<int> done{0};
+	pid_t task = 0;
+};
+
+static void wq_barrier_func(work_struct *w)
+{
+	auto *b = container_of(w, wq_barrier, work);
+	b->done.store(1, std::memory_order_release);
+	futex_wake(&b->done, 1);
+}
+
+static void insert_wq_barrier(pool_workqueue *pwq, wq_barrier *barr, work_struct *target, worker *w)
+{
+	INIT_WORK(&barr->work, wq_barrier_func);
+	barr->task = static_cast<pid_t>(syscall(SYS_gettid));
+	unsigned long flags = WORK_STRUCT_INACTIVE;
+	list_head *head;
+	int color;
+	if (w) {
+		head = w->scheduled.next;
+		color = w->current_color;
+	} else {
+		unsigned long tdata = work_data(target);
+		head = target->entry.next;
+		flags |= tdata & WORK_STRUCT_LINKED;
+		color = work_color(tdata);
+		__atomic_fetch_or(&target->data, WORK_STRUCT_LINKED, __ATOMIC_RELEASE);
+	}
+	pwq->nr_in_flight_color[color]++;
+	pwq->nr_in_flight++;
+	insert_work(pwq, &barr->work, head, flags | (static_cast<unsigned long>(color) << WORK_STRUCT_COLOR_SHIFT));
+}
+
+static void wait_barrier(wq_barrier *b)
+{
+	cmwq_blocking_begin();
+	while (!b->done.load(std::memory_order_acquire))
+		futex_wait(&b->done, 0);
+	cmwq_blocking_end();
+}
+
+void check_flush_dependency(workqueue_struct *target, work_struct *target_work);
+
+void check_flush_dependency(workqueue_struct *target, work_struct *target_work)
+{
+	worker *w = tl_worker;
+	if (!w || !w->current_pwq)
+		return;
+	workqueue_struct *cur = w->current_pwq->wq;
+	std::string what = target_work ? func_name(target_work->func) : std::string("(all)");
+	if (!target_work && cur == target)
+		warn_once_msg("self-wq-flush-" + target->name,
+			      "cmwq: " + func_name(w->current_func) + " on workqueue " + cur->name +
+				      " flushes its own workqueue; it waits for itself and deadlocks");
+	if (target->flags & WQ_MEM_RECLAIM)
+		return;
+	if ((cur->flags & (WQ_MEM_RECLAIM | __WQ_LEGACY)) == WQ_MEM_RECLAIM)
+		warn_once_msg("reclaim-flush-" + cur->name + target->name,
+			      "workqueue: WQ_MEM_RECLAIM " + cur->name + ":" + func_name(w->current_func) +
+				      " is flushing !WQ_MEM_RECLAIM " + target->name + ":" + what);
+}
+
+static bool __flush_work(work_struct *work, bool from_cancel)
+{
+	if (!work->func) {
+		warn_once_msg("flush-null", "cmwq: flush_work() on a work item with no function");
+		return false;
+	}
+	worker_pool *pool = get_work_pool(work);
+	if (!pool)
+		return false;
+	wq_barrier barr;
+	{
+		std::lock_guard lk(pool->lock);
+		unsigned long data = work_data(work);
+		pool_workqueue *pwq;
+		worker *w = nullptr;
+		if ((data & WORK_STRUCT_PWQ) && data_pwq(data)->pool == pool) {
+			pwq = data_pwq(data);
+		} else {
+			w = find_worker_executing_work(pool, work);
+			if (!w)
+				return false;
+			pwq = w->current_pwq;
+		}
+		if (tl_worker && tl_worker->current_work == work && w == tl_worker) {
+			warn_once_msg("self-flush-" + func_name(work->func),
+				      "cmwq: " + func_name(work->func) + " on workqueue " + pwq->wq->name +
+					      (from_cancel ? " cancels-and-waits for" : " flushes") +
+					      " itself; that would deadlock, returning without waiting");
+			return false;
+		}
+		if (!from_cancel)
+			check_flush_dependency(pwq->wq, work);
+		insert_wq_barrier(pwq, &barr, work, w);
+	}
+	wait_barrier(&barr);
+	return true;
+}
+
+} // namespace cmwq::detail
+
+using namespace cmwq::detail;
+
+extern "C" {
+
+bool queue_work_on(int cpu, workqueue_struct *wq, work_struct *work)
+{
+	if (test_and_set_pending(work))
+		return false;
+	if (clear_pending_if_disabled(work))
+		return false;
+	__queue_work(cpu, wq, work);
+	return true;
+}
+
+bool queue_work_node(int node, workqueue_struct *wq, work_struct *work)
+{
+	if (!(wq->flags & WQ_UNBOUND))
+		warn_once_msg("qwn-percpu", "cmwq: queue_work_node() on per-CPU workqueue " + wq->name +
+						    " (only WQ_UNBOUND workqueues are meant for it)");
+	int cpu = WORK_CPU_UNBOUND;
+	auto &gl = g();
+	if (node >= 0 && node < gl.nr_nodes) {
+		int cur = current_cpu();
+		if (gl.cpu_node[static_cast<size_t>(cur)] == node)
+			cpu = cur;
+		else
+			for (int c : gl.usable)
+				if (gl.cpu_node[static_cast<size_t>(c)] == node) {
+					cpu = c;
+					break;
+				}
+	}
+	return queue_work_on(cpu, wq, work);
+}
+
+bool queue_delayed_work_on(int cpu, workqueue_struct *wq, delayed_work *dwork, unsigned long delay)
+{
+	if (test_and_set_pending(&dwork->work))
+		return false;
+	if (clear_pending_if_disabled(&dwork->work))
+		return false;
+	__queue_delayed_work(cpu, wq, dwork, delay);
+	return true;
+}
+
+bool mod_delayed_work_on(int cpu, workqueue_struct *wq, delayed_work *dwork, unsigned long delay)
+{
+	int ret = work_grab_pending(&dwork->work, WORK_CANCEL_DELAYED);
+	if (!clear_pending_if_disabled(&dwork->work))
+		__queue_delayed_work(cpu, wq, dwork, delay);
+	return ret != 0;
+}
+
+bool schedule_work_on(int cpu, work_struct *work) { return queue_work_on(cpu, system_percpu_wq, work); }
+bool schedule_work(work_struct *work) { return queue_work(system_percpu_wq, work); }
+bool schedule_delayed_work_on(int cpu, delayed_work *dw, unsigned long delay)
+{
+	return queue_delayed_work_on(cpu, system_percpu_wq, dw, delay);
+}
+bool schedule_delayed_work(delayed_work *dw, unsigned long delay)
+{
+	return queue_delayed_work(system_percpu_wq, dw, delay);
+}
+
+bool flush_work(work_struct *work)
+{
+	ensure_started();
+	return __flush_work(work, false);
+}
+
+bool flush_delayed_work(delayed_work *dwork)
+{
+	if (timer_delete(&dwork->timer))
+		__queue_work(dwork->cpu, dwork->wq, &dwork->work);
+	return flush_work(&dwork->work);
+}
+
+bool cancel_work(work_struct *work) { return __cancel_work(work, 0); }
+bool cancel_delayed_work(delayed_work *dwork) { return __cancel_work(&dwork->work, WORK_CANCEL_DELAYED); }
+
+static bool __cancel_work_sync(work_struct *work, unsigned cflags)
+{
+	bool ret = __cancel_work(work, cflags | WORK_CANCEL_DISABLE);
+	__flush_work(work, true);
+	if (!(cflags & WORK_CANCEL_DISABLE))
+		enable_work(work);
+	return ret;
+}
+
+bool cancel_work_sync(work_struct *work) { return __cancel_work_sync(work, 0); }
+bool cancel_delayed_work_sync(delayed_work *dwork)
+{
+	return __cancel_work_sync(&dwork->work, WORK_CANCEL_DELAYED);
+}
+bool disable_work(work_struct *work) { return __cancel_work(work, WORK_CANCEL_DISABLE); }
+bool disable_work_sync(work_struct *work) { return __cancel_work_sync(work, WORK_CANCEL_DISABLE); }
+bool disable_delayed_work(delayed_work *dwork)
+{
+	return __cancel_work(&dwork->work, WORK_CANCEL_DELAYED | WORK_CANCEL_DISABLE);
+}
+bool disable_delayed_work_sync(delayed_work *dwork)
+{
+	return __cancel_work_sync(&dwork->work, WORK_CANCEL_DELAYED | WORK_CANCEL_DISABLE);
+}
+
+bool enable_work(work_struct *work)
+{
+	work_grab_pending(work, 0);
+	unsigned long data = work_data(work);
+	unsigned long depth = offq_depth(data);
+	if (depth == 0)
+		warn_once_msg("disable-underflow", "workqueue: work disable count underflowed");
+	else
+		depth--;
+	__atomic_store_n(&work->data, make_offq(offq_pool(data), depth, data & (1UL << WORK_OFFQ_BH_BIT)),
+			 __ATOMIC_RELEASE);
+	return depth == 0;
+}
+bool enable_delayed_work(delayed_work *dwork) { return enable_work(&dwork->work); }
+
+unsigned int work_busy(work_struct *work)
+{
+	unsigned ret = 0;
+	if (work_pending(work))
+		ret |= WORK_BUSY_PENDING;
+	worker_pool *pool = get_work_pool(work);
+	if (pool) {
+		std::lock_guard lk(pool->lock);
+		if (find_worker_executing_work(pool, work))
+			ret |= WORK_BUSY_RUNNING;
+	}
+	return ret;
+}
+
+} // extern "C"

@@ -1,0 +1,475 @@
+// worker.cpp - worker: creating and managing workers, the worker thread,
+// process_one_work and its CPU-time charge, repatriation, the blocking
+// hints (the kernel's wq_worker_sleeping/running), hog accounting, and the
+// deferred actions every locked section hands over to run after unlock.
+// A worker sleeps on its own futex word, not a pool-wide condition
+// variable, so kick_pool wakes exactly the worker it picked.
+#include "engine.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+#include <thread>
+
+namespace cmwq::detail {
+
+static bool create_worker(worker_pool *pool);
+
+static bool manage_workers(worker *w, std::unique_lock<pool_mutex> &lk)
+{
+	worker_pool *pool = w->pool;
+	if (pool->flags & POOL_MANAGER_ACTIVE)
+		return false;
+	if (pool->max_workers && pool->nr_workers >= pool->max_workers)
+		return false;
+	if (now_ns() < pool->create_fail_until_ns)
+		return false; // cooling down; the mayday timer retries and calls rescuers
+	pool->flags |= POOL_MANAGER_ACTIVE;
+	// Whether the lock was dropped: then the caller's checks are stale (the
+	// item it saw may have been taken meanwhile, by another worker or the
+	// rescuer) and it must look again, whether or not a worker was created.
+	bool dropped = false;
+	while (need_to_create_worker(pool->counts())) {
+		lk.unlock();
+		dropped = true;
+		bool ok = create_worker(pool);
+		lk.lock();
+		if (!ok) {
+			pool->create_fail_until_ns = now_ns() + CREATE_COOLDOWN_NS;
+			mayday_arm(pool);
+			break;
+		}
+	}
+	pool->flags &= ~POOL_MANAGER_ACTIVE;
+	return dropped;
+}
+
+bool assign_work(work_struct *work, worker *w)
+{
+	worker_pool *pool = w->pool;
+	worker *collision = find_worker_executing_work(pool, work);
+	if (collision) {
+		move_linked_works(work, &collision->scheduled);
+		return false;
+	}
+	move_linked_works(work, &w->scheduled);
+	return true;
+}
+
+static void worker_repatriate(worker *w)
+{
+	worker_pool *pool = w->pool;
+	int cpu = sched_getcpu();
+	if (std::binary_search(pool->pod_cpus.begin(), pool->pod_cpus.end(), cpu))
+		return;
+	// Narrow to the pod (the kernel moves the wake CPU), then widen again so
+	// the scheduler may move it later, as with affinity_strict=0.
+	pin_self(pool->pod_cpus);
+	pin_self(pool->cpus);
+}
+
+// Hog counts per function (the kernel's wci table, WCI_MAX_ENTS entries).
+struct hog_table {
+	std::mutex lock;
+	std::map<work_func_t, uint64_t> counts; // lock
+};
+
+static hog_table &hogs()
+{
+	static hog_table *t = new hog_table; // never freed: workers may outlive main
+	return *t;
+}
+
+static bool is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
+
+void hog_report(work_func_t fn)
+{
+	auto &m = hogs();
+	unsigned thresh = params().cpu_intensive_warning_thresh.load();
+	uint64_t cnt;
+	{
+		std::lock_guard lk(m.lock);
+		auto it = m.counts.find(fn);
+		if (it == m.counts.end()) {
+			if (m.counts.size() >= 128)
+				return;
+			it = m.counts.emplace(fn, 0).first;
+		}
+		cnt = ++it->second;
+	}
+	if (thresh && cnt >= thresh && is_pow2(cnt + 1 - thresh))
+		fprintf(stderr, "cmwq: %s hogged CPU for >%luus %llu times, consider switching to WQ_UNBOUND\n",
+			func_name(fn).c_str(), params().cpu_intensive_thresh_us.load(),
+			static_cast<unsigned long long>(cnt));
+}
+
+void hog_account(worker *w, pool_workqueue *pwq, uint64_t cpu_ns, bool flagged)
+{
+	uint64_t thresh = params().cpu_intensive_thresh_us.load() * 1000ull;
+	if (flagged || !thresh || cpu_ns < thresh || w->pool->cpu < 0 || (w->flags & WORKER_NOT_RUNNING))
+		return;
+	// Ran past the threshold without the monitor seeing it (nothing waited):
+	// counted and reported as the kernel's tick would have.
+	PWQ_STAT_ADD(pwq, PWQ_STAT_CPU_INTENSIVE, 1);
+	hog_report(w->current_func);
+}
+
+static void process_one_work(worker *w, work_struct *work, deferred &d,
+			     std::unique_lock<pool_mutex> &lk)
+{
+	worker_pool *pool = w->pool;
+	unsigned long data = work_data(work);
+	pool_workqueue *pwq = data_pwq(data);
+	workqueue_struct *wq = pwq->wq;
+
+	w->current_work = work;
+	w->current_func = work->func;
+	w->current_pwq = pwq;
+	w->current_color = work_color(data);
+	// The clock was read when the previous item ended (or at the wake): the
+	// bookkeeping in between is far below anything the start time is used
+	// for (hog and watchdog thresholds), and a read costs ~40 ns in a VM.
+	w->current_start_ns = w->clock_ns;
+	hash_add(pool, w);
+	list_del_init(&work->entry);
+	// Items still wait behind us on a concurrency-managed pool: if we block
+	// without a hint, the monitor must notice.
+	if (pool->cpu >= 0 && !(pool->flags & POOL_BH) && !list_empty(&pool->worklist) && !w->rescuer)
+		monitor_watch(pool);
+	if (wq->flags & WQ_CPU_INTENSIVE)
+		worker_set_flags(w, WORKER_CPU_INTENSIVE);
+	kick_pool(pool, d);
+	// Release PENDING: the owner's stores become visible to the next owner,
+	// and the function's loads cannot move above it (acquire): a queuer whose
+	// test-and-set found PENDING still set wrote before this exchange, which
+	// reads its value. One locked exchange instead of a store and a fence.
+	__atomic_exchange_n(&work->data, make_offq(static_cast<unsigned long>(pool->id), 0,
+						    pool->flags & POOL_BH),
+			    __ATOMIC_ACQ_REL);
+	PWQ_STAT_ADD_LOCKED(pwq, PWQ_STAT_STARTED, 1);
+	// Written by this worker only (the monitor reads it): no locked add.
+	w->progress.store(w->progress.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+	work_func_t fn = w->current_func;
+	lk.unlock();
+	d.run();
+	d = deferred{};
+
+	if (!pool->strict && !w->rescuer)
+		worker_repatriate(w);
+	// CPU time without a system call per item (thread CPU clocks have no
+	// vDSO path; the kernel samples on the tick instead): an item shorter
+	// than 50 us of wall time is charged its wall time; a longer one reads
+	// the thread's CPU clock and is charged what the thread used since the
+	// last read minus what short items were charged. The baseline is re-read
+	// every 1024 short items, so the loop's own overhead that a long item may
+	// absorb (~0.2 us per short item) stays far below the hog threshold; the
+	// read is a system call (1.4-2.6 us in a VM), so every 64 items cost the
+	// per-CPU fan-out ~30 ns per item.
+	uint64_t t0 = w->current_start_ns;
+	CMWQ_PROBE2(workqueue_execute_start, work, fn);
+	fn(work);
+	CMWQ_PROBE2(workqueue_execute_end, work, fn);
+	w->clock_ns = now_ns();
+	uint64_t wall = w->clock_ns - t0;
+	uint64_t cpu = wall;
+	if (wall >= 50000) {
+		uint64_t c = thread_cpu_ns();
+		uint64_t since = c - w->cpu_clock_last;
+		cpu = since > w->cpu_charged ? since - w->cpu_charged : 0;
+		w->cpu_clock_last = c;
+		w->cpu_charged = 0;
+		w->nr_short = 0;
+	} else if (++w->nr_short >= 1024) {
+		w->cpu_clock_last = thread_cpu_ns();
+		w->cpu_charged = 0;
+		w->nr_short = 0;
+	} else {
+		w->cpu_charged += wall;
+	}
+
+	lk.lock();
+	PWQ_STAT_ADD_LOCKED(pwq, PWQ_STAT_CPU_TIME, cpu / 1000);
+	PWQ_STAT_ADD_LOCKED(pwq, PWQ_STAT_COMPLETED, 1);
+	if (w->sleeping && w->hint_depth == 0) {
+		// The monitor had found it blocked; it runs again.
+		w->sleeping = false;
+		w->detected = false;
+		if (!(w->flags & WORKER_NOT_RUNNING))
+			pool->nr_running++;
+	}
+	// An item that slept is judged by the monitor, whose count restarts
+	// after each sleep; one that never slept is judged here.
+	if (!w->slept_in_item)
+		hog_account(w, pwq, cpu, w->flags & WORKER_CPU_INTENSIVE);
+	w->slept_in_item = false;
+	worker_clr_flags(w, WORKER_CPU_INTENSIVE);
+	w->last_func = fn;
+	hash_del(pool, w);
+	w->current_work = nullptr;
+	w->current_func = nullptr;
+	w->current_pwq = nullptr;
+	pwq_dec_nr_in_flight(pwq, data, d);
+}
+
+void process_scheduled_works(worker *w, deferred &d, std::unique_lock<pool_mutex> &lk)
+{
+	bool first = true;
+	while (!list_empty(&w->scheduled)) {
+		work_struct *work = entry_work(w->scheduled.next);
+		if (first) {
+			w->pool->last_progress_ns = w->clock_ns;
+			first = false;
+		}
+		process_one_work(w, work, d, lk);
+	}
+}
+
+static void set_thread_name(worker *w)
+{
+	char name[32];
+	worker_pool *pool = w->pool;
+	if (pool->cpu >= 0)
+		snprintf(name, sizeof(name), "kworker/%d:%d%s", pool->cpu, w->id, pool->highpri ? "H" : "");
+	else
+		snprintf(name, sizeof(name), "kworker/u%d:%d", pool->id, w->id);
+	name[15] = 0; // the kernel's comm limit
+	pthread_setname_np(pthread_self(), name);
+}
+
+static void worker_thread(worker *w)
+{
+	worker_pool *pool = w->pool;
+	tl_worker = w;
+	w->thread = pthread_self(); // published by the tid store below
+	w->cpu_clock_last = thread_cpu_ns();
+	w->clock_ns = now_ns();
+	__atomic_store_n(&w->tid, static_cast<pid_t>(syscall(SYS_gettid)), __ATOMIC_RELEASE);
+	set_thread_name(w);
+	pin_self(pool->cpus);
+	apply_nice(pool->nice);
+
+	deferred d;
+	std::unique_lock lk(pool->lock);
+	for (;;) {
+		if (w->flags & WORKER_DIE)
+			break;
+		worker_leave_idle(w);
+	recheck:
+		if (!need_more_worker(pool->counts()))
+			goto sleep;
+		if (!may_start_working(pool->counts()) && manage_workers(w, lk))
+			goto recheck;
+		worker_clr_flags(w, WORKER_PREP);
+		do {
+			work_struct *work = entry_work(pool->worklist.next);
+			if (assign_work(work, w))
+				process_scheduled_works(w, d, lk);
+		} while (keep_working(pool->counts()));
+		worker_set_flags(w, WORKER_PREP);
+	sleep:
+		worker_enter_idle(w);
+		w->last_cpu = sched_getcpu();
+		w->wake.store(0, std::memory_order_relaxed);
+		lk.unlock();
+		d.run();
+		d = deferred{};
+		{
+			unsigned spin_ns = params().idle_spin_ns.load(std::memory_order_relaxed);
+			if (spin_ns) {
+				uint64_t until = now_ns() + spin_ns;
+				while (w->wake.load(std::memory_order_acquire) == 0 && now_ns() < until)
+					__builtin_ia32_pause();
+			}
+			worker_wait_word(w);
+		}
+		w->clock_ns = now_ns();
+		lk.lock();
+	}
+	// Dying: the culler already took us off the idle list and the counts.
+	auto &ws = pool->workers;
+	ws.erase(std::find(ws.begin(), ws.end(), w));
+	lk.unlock();
+	int n = 0;
+	while (w->pins.load(std::memory_order_acquire))
+		spin_pause(n);
+	delete w;
+}
+
+static bool create_worker(worker_pool *pool)
+{
+	long f = params().fail_worker_creation.load();
+	if (f == -1 || (f > 0 && params().fail_worker_creation.compare_exchange_strong(f, f - 1))) {
+		warn_once_msg("create-fail", "cmwq: Failed to create a worker thread (injected by cmwq.fail_worker_creation)");
+		return false;
+	}
+	auto *w = new worker;
+	INIT_LIST_HEAD(&w->entry);
+	INIT_LIST_HEAD(&w->scheduled);
+	w->pool = pool;
+	w->flags = WORKER_PREP | ((pool->cpu < 0 || (pool->flags & POOL_BH)) ? unsigned(WORKER_UNBOUND) : 0u);
+	{
+		std::lock_guard lk(pool->lock);
+		w->id = pool->next_worker_id++;
+		pool->workers.push_back(w);
+		pool->nr_workers++;
+		worker_enter_idle(w);
+		w->wake.store(1);
+	}
+	try {
+		std::thread(worker_thread, w).detach();
+	} catch (const std::system_error &e) {
+		std::lock_guard lk(pool->lock);
+		worker_leave_idle(w);
+		pool->nr_workers--;
+		auto &ws = pool->workers;
+		ws.erase(std::find(ws.begin(), ws.end(), w));
+		pool->lock.unlock();
+		int n = 0;
+		while (w->pins.load(std::memory_order_acquire)) // a kicker picked it
+			spin_pause(n);
+		pool->lock.lock();
+		delete w;
+		warn_once_msg("create-fail-real", std::string("cmwq: Failed to create a worker thread: ") + e.what() +
+							  " (retrying after a 1 s cooldown)");
+		return false;
+	}
+	return true;
+}
+
+void deferred::run()
+{
+	for (int i = 0; i < nr_wake; i++)
+		wake_worker(wake[i]);
+	for (int i = 0; i < nr_activate; i++) {
+		pool_workqueue *pwq = activate[i];
+		deferred d;
+		bool activated = node_activate_handoff(pwq, d);
+		d.run();
+		if (!activated) {
+			// Nothing there after all: offer the slot to the next waiter.
+			deferred d2;
+			node_activate_pending(nullptr, pwq_nna(pwq), d2);
+			d2.run();
+		}
+		pwq->wq->busy_refs.fetch_sub(1, std::memory_order_acq_rel);
+	}
+	for (int i = 0; i < nr_release; i++) {
+		workqueue_struct *wq = release[i]->wq;
+		deferred d;
+		pwq_release(release[i], d);
+		d.run();
+		wq->busy_refs.fetch_sub(1, std::memory_order_acq_rel);
+	}
+	if (create) {
+		worker_pool *pool = create;
+		{
+			std::lock_guard lk(pool->lock);
+			if (pool->creating || !need_to_create_worker(pool->counts()) ||
+			    now_ns() < pool->create_fail_until_ns ||
+			    (pool->max_workers && pool->nr_workers >= pool->max_workers))
+				return;
+			pool->creating = true;
+		}
+		bool ok = create_worker(pool);
+		deferred d;
+		{
+			std::lock_guard lk(pool->lock);
+			pool->creating = false;
+			if (!ok) {
+				pool->create_fail_until_ns = now_ns() + CREATE_COOLDOWN_NS;
+				mayday_arm(pool);
+			}
+			kick_pool(pool, d);
+		}
+		d.run();
+	}
+}
+
+void deferred_create(worker_pool *pool)
+{
+	deferred d;
+	d.create = pool;
+	d.run();
+}
+
+
+void worker_sleeping(worker *w)
+{
+	deferred d;
+	{
+		std::lock_guard lk(w->pool->lock);
+		if (w->sleeping || (w->flags & WORKER_NOT_RUNNING) || !w->current_work)
+			return;
+		w->sleeping = true;
+		w->slept_in_item = true;
+		w->pool->nr_running--;
+		if (kick_pool(w->pool, d) && w->current_pwq)
+			PWQ_STAT_ADD(w->current_pwq, PWQ_STAT_CM_WAKEUP, 1);
+	}
+	d.run();
+}
+
+void worker_running(worker *w)
+{
+	std::lock_guard lk(w->pool->lock);
+	if (!w->sleeping)
+		return;
+	w->sleeping = false;
+	w->detected = false;
+	if (!(w->flags & WORKER_NOT_RUNNING))
+		w->pool->nr_running++;
+	w->current_at_cpu_ns = thread_cpu_ns(); // hog timing restarts after a sleep
+}
+
+} // namespace cmwq::detail
+
+using namespace cmwq::detail;
+
+extern "C" {
+
+work_struct *current_work(void)
+{
+	worker *w = tl_worker;
+	return w ? w->current_work : nullptr;
+}
+
+bool current_is_workqueue_rescuer(void)
+{
+	worker *w = tl_worker;
+	return w && w->rescuer && w->current_work;
+}
+
+void cmwq_blocking_begin(void)
+{
+	worker *w = tl_worker;
+	if (!w || w->hint_depth++ > 0)
+		return;
+	worker_sleeping(w);
+}
+
+void cmwq_blocking_end(void)
+{
+	worker *w = tl_worker;
+	if (!w || w->hint_depth == 0 || --w->hint_depth > 0)
+		return;
+	worker_running(w);
+}
+
+void set_worker_desc(const char *fmt, ...)
+{
+	worker *w = tl_worker;
+	if (!w)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(w->desc, sizeof(w->desc), fmt, ap);
+	va_end(ap);
+}
+
+} // extern "C"
