@@ -8,6 +8,8 @@
 // others so drift spreads evenly, and reported as a median with its range;
 // running each configuration R times back to back was rejected because a
 // neighbour's burst of load would then land on one configuration only.
+#include <cmwq/topology.hpp>
+
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -289,23 +291,6 @@ options parse_options(int argc, char **argv)
 	return o;
 }
 
-std::string cpulist(const std::vector<int> &cpus)
-{
-	std::string s;
-	for (size_t i = 0; i < cpus.size();) {
-		size_t j = i;
-		while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1)
-			j++;
-		if (!s.empty())
-			s += ',';
-		s += std::to_string(cpus[i]);
-		if (j > i)
-			s += '-' + std::to_string(cpus[j]);
-		i = j + 1;
-	}
-	return s;
-}
-
 // --sysfs-root: the layout must be set before the library starts, so the
 // checks run here and the program re-executes itself with CMWQ_SYSFS_ROOT.
 void sysfs_root_reexec(const options &o, char **argv)
@@ -338,8 +323,8 @@ void sysfs_root_reexec(const options &o, char **argv)
 			     "with fewer real CPUs they would share cores, so the numbers would describe "
 			     "this machine's oversubscription, not that layout. Run it on a machine with "
 			     "at least %zu usable CPUs.\n",
-			     o.sysfs_root.c_str(), snap.usable.size(), cpulist(snap.usable).c_str(),
-			     here.size(), cpulist(here).c_str(), snap.usable.size());
+			     o.sysfs_root.c_str(), snap.usable.size(), cmwq::format_cpulist(snap.usable).c_str(),
+			     here.size(), cmwq::format_cpulist(here).c_str(), snap.usable.size());
 		std::exit(2);
 	}
 	std::vector<int> missing;
@@ -351,8 +336,8 @@ void sysfs_root_reexec(const options &o, char **argv)
 			     "wq_bench: refusing --sysfs-root %s: the snapshot numbers its CPUs %s, "
 			     "and CPUs %s are not usable here (this machine: %s); cmwq pins workers "
 			     "by CPU number, so that layout cannot be placed on this machine.\n",
-			     o.sysfs_root.c_str(), cpulist(snap.usable).c_str(),
-			     cpulist(missing).c_str(), cpulist(here).c_str());
+			     o.sysfs_root.c_str(), cmwq::format_cpulist(snap.usable).c_str(),
+			     cmwq::format_cpulist(missing).c_str(), cmwq::format_cpulist(here).c_str());
 		std::exit(2);
 	}
 	setenv("CMWQ_SYSFS_ROOT", real, 1);
@@ -918,7 +903,7 @@ void print_tables(const bench &b, const std::string &cmdline)
 	std::printf("$ %s\n", cmdline.c_str());
 	std::printf("machine: %s, %zu usable CPUs (%s) of %ld online; load average at the start %s\n",
 		    read_first("/proc/cpuinfo", "model name").c_str(), b.usable.size(),
-		    cpulist(b.usable).c_str(), sysconf(_SC_NPROCESSORS_ONLN), b.load_start.c_str());
+		    cmwq::format_cpulist(b.usable).c_str(), sysconf(_SC_NPROCESSORS_ONLN), b.load_start.c_str());
 	if (const char *root = std::getenv("CMWQ_SYSFS_ROOT"))
 		std::printf("pod layout: the sysfs snapshot %s\n", root);
 	if (o.vs) {
@@ -1150,7 +1135,7 @@ void print_json(const bench &b, const std::string &cmdline, FILE *out)
 	j.begin_object("machine");
 	j.kv("model", read_first("/proc/cpuinfo", "model name"));
 	j.kv("online_cpus", static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
-	j.kv("usable_cpus", cpulist(b.usable));
+	j.kv("usable_cpus", cmwq::format_cpulist(b.usable));
 	j.kv("loadavg_start", b.load_start);
 	j.kv("loadavg_end", loadavg());
 	if (const char *root = std::getenv("CMWQ_SYSFS_ROOT"))

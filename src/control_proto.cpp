@@ -8,6 +8,8 @@
 // built first can never be cut by an engine error half-way.
 #include "control_proto.h"
 
+#include <cmwq/topology.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -398,26 +400,6 @@ reply dispatch(std::string_view line, backend &be)
 
 // ---- rendering -------------------------------------------------------------
 
-std::string cpulist(const std::vector<int> &cpus)
-{
-	std::vector<int> c = cpus;
-	std::sort(c.begin(), c.end());
-	c.erase(std::unique(c.begin(), c.end()), c.end());
-	std::string s;
-	for (std::size_t i = 0; i < c.size();) {
-		std::size_t j = i;
-		while (j + 1 < c.size() && c[j + 1] == c[j] + 1)
-			j++;
-		if (!s.empty())
-			s += ',';
-		s += std::to_string(c[i]);
-		if (j > i)
-			s += '-' + std::to_string(c[j]);
-		i = j + 1;
-	}
-	return s;
-}
-
 // OpenMetrics label value: backslash, double quote and newline escaped.
 std::string label_value(std::string_view s)
 {
@@ -706,7 +688,7 @@ std::string render_metrics(const system_info &si)
 		out += std::string("# HELP ") + g.name + " " + g.help + "\n";
 		for (const auto &p : si.pools)
 			out += std::string(g.name) + "{pool=\"" + std::to_string(p.id) +
-			       "\",cpus=\"" + cpulist(p.cpus) + "\",nice=\"" +
+			       "\",cpus=\"" + cmwq::format_cpulist(p.cpus) + "\",nice=\"" +
 			       std::to_string(p.nice) + "\"} " + std::to_string(p.*g.field) + "\n";
 	}
 	out += "# EOF\n";

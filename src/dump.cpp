@@ -84,7 +84,7 @@ void show_wq(FILE *f, workqueue_struct *wq, uint64_t now)
 		for (list_head *x = pool->worklist.next; x != &pool->worklist; x = x->next) {
 			work_struct *w = entry_work(x);
 			unsigned long d = work_data(w);
-			if ((d & WORK_STRUCT_PWQ) && reinterpret_cast<pool_workqueue *>(d & ~255UL) == pwq)
+			if ((d & WORK_STRUCT_PWQ) && data_pwq(d) == pwq)
 				pending.push_back(func_name(w->func));
 		}
 		for (list_head *x = pwq->inactive_works.next; x != &pwq->inactive_works; x = x->next)

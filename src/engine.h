@@ -161,6 +161,8 @@ void deferred_create(worker_pool *pool);
 // kernel's wq_worker_sleeping / wq_worker_running.
 void worker_sleeping(worker *w);
 void worker_running(worker *w);
+// Context: L. A worker counted as sleeping runs again: back into nr_running.
+void worker_set_running(worker *w) REQUIRES(w->pool->lock);
 // Context: no lock. Counts fn once more as a CPU hog and reports on the
 // kernel's power-of-two schedule.
 void hog_report(work_func_t fn);

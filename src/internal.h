@@ -199,7 +199,6 @@ struct worker {
 	                                 //    previous item, or its wake): one read per item
 	bool sleeping = false;           // K: blocking hint given
 	int hint_depth = 0;              // K: nesting of cmwq_blocking_begin
-	work_func_t last_func = nullptr; // L
 	list_head scheduled;             // L
 	unsigned flags = 0;              // L
 	worker_pool *pool = nullptr;     // I
@@ -319,7 +318,6 @@ struct workqueue_struct {
 	std::vector<cmwq::detail::pool_workqueue *> maydays; // mayday_lock
 	std::atomic<int> busy_refs{0};   // A: deferred actions still to touch it
 	bool sysfs = false;              // I
-	bool destroyed = false;          // G
 };
 
 namespace cmwq::detail {
@@ -337,7 +335,6 @@ struct globals {
 	std::vector<workqueue_struct *> workqueues; // G
 	affinity_scope default_scope = affinity_scope::cache_shard; // G
 	bool freezing = false;                      // G
-	bool real_sysfs = true;                     // I: false with CMWQ_SYSFS_ROOT
 	std::vector<int> real_cpus;                 // I: CPUs this process may pin to
 	cpumask_t usable_mask{};                    // I
 	std::vector<int> requested_unbound;         // G: global cpumask request

@@ -148,12 +148,8 @@ bool sample_pool(worker_pool *pool, uint64_t now)
 			d.run();
 		} else if (c.check_restore && runnable) {
 			std::lock_guard lk(pool->lock);
-			if (c.w->detected && c.w->sleeping && c.w->hint_depth == 0) {
-				c.w->detected = false;
-				c.w->sleeping = false;
-				if (!(c.w->flags & WORKER_NOT_RUNNING))
-					pool->nr_running++;
-			}
+			if (c.w->detected && c.w->sleeping && c.w->hint_depth == 0)
+				worker_set_running(c.w);
 		}
 	}
 	return true;

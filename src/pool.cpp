@@ -135,7 +135,7 @@ bool kick_pool(worker_pool *pool, deferred &d)
 		work_struct *first = entry_work(pool->worklist.next);
 		unsigned long data = work_data(first);
 		if (data & WORK_STRUCT_PWQ)
-			PWQ_STAT_ADD(reinterpret_cast<pool_workqueue *>(data & ~((1UL << WORK_STRUCT_PWQ_SHIFT) - 1)),
+			PWQ_STAT_ADD(data_pwq(data),
 				     PWQ_STAT_REPATRIATED, 1);
 	}
 	w->pins.fetch_add(1, std::memory_order_relaxed);

@@ -98,16 +98,6 @@ void timer_thread()
 
 } // namespace
 
-void timer_start_thread()
-{
-	auto &b = tb();
-	std::lock_guard lk(b.lock);
-	if (b.started)
-		return;
-	b.started = true;
-	std::thread(timer_thread).detach();
-}
-
 void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *))
 {
 	auto &b = tb();

@@ -50,7 +50,8 @@ static bool is_chained_work(workqueue_struct *wq)
 	return w && w->current_pwq && w->current_pwq->wq == wq;
 }
 
-static void __queue_work(int req_cpu, workqueue_struct *wq, work_struct *work)
+// kernel: __queue_work
+static void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work)
 {
 	unsigned wqf = wq->aflags.load(std::memory_order_acquire);
 	if ((wqf & (__WQ_DESTROYING | __WQ_DRAINING)) && !is_chained_work(wq)) {
@@ -124,13 +125,13 @@ static void __queue_work(int req_cpu, workqueue_struct *wq, work_struct *work)
 static void delayed_work_timer_fn(timer_list *t)
 {
 	auto *dw = container_of(t, delayed_work, timer);
-	__queue_work(dw->cpu, dw->wq, &dw->work);
+	do_queue_work(dw->cpu, dw->wq, &dw->work);
 }
 
-static void __queue_delayed_work(int cpu, workqueue_struct *wq, delayed_work *dw, unsigned long delay)
+static void do_queue_delayed_work(int cpu, workqueue_struct *wq, delayed_work *dw, unsigned long delay)
 {
 	if (!delay) {
-		__queue_work(cpu, wq, &dw->work);
+		do_queue_work(cpu, wq, &dw->work);
 		return;
 	}
 	dw->wq = wq;
@@ -194,7 +195,8 @@ static int work_grab_pending(work_struct *work, unsigned cflags)
 	}
 }
 
-static bool __cancel_work(work_struct *work, unsigned cflags)
+// kernel: __cancel_work
+static bool do_cancel_work(work_struct *work, unsigned cflags)
 {
 	int ret = work_grab_pending(work, cflags);
 	unsigned long data = work_data(work);
@@ -274,7 +276,8 @@ void check_flush_dependency(workqueue_struct *target, work_struct *target_work)
 				      " is flushing !WQ_MEM_RECLAIM " + target->name + ":" + what);
 }
 
-static bool __flush_work(work_struct *work, bool from_cancel)
+// kernel: __flush_work
+static bool do_flush_work(work_struct *work, bool from_cancel)
 {
 	if (!work->func) {
 		warn_once_msg("flush-null", "cmwq: flush_work() on a work item with no function");
@@ -324,7 +327,7 @@ bool queue_work_on(int cpu, workqueue_struct *wq, work_struct *work)
 		return false;
 	if (clear_pending_if_disabled(work))
 		return false;
-	__queue_work(cpu, wq, work);
+	do_queue_work(cpu, wq, work);
 	return true;
 }
 
@@ -355,7 +358,7 @@ bool queue_delayed_work_on(int cpu, workqueue_struct *wq, delayed_work *dwork, u
 		return false;
 	if (clear_pending_if_disabled(&dwork->work))
 		return false;
-	__queue_delayed_work(cpu, wq, dwork, delay);
+	do_queue_delayed_work(cpu, wq, dwork, delay);
 	return true;
 }
 
@@ -363,7 +366,7 @@ bool mod_delayed_work_on(int cpu, workqueue_struct *wq, delayed_work *dwork, uns
 {
 	int ret = work_grab_pending(&dwork->work, WORK_CANCEL_DELAYED);
 	if (!clear_pending_if_disabled(&dwork->work))
-		__queue_delayed_work(cpu, wq, dwork, delay);
+		do_queue_delayed_work(cpu, wq, dwork, delay);
 	return ret != 0;
 }
 
@@ -380,43 +383,42 @@ bool schedule_delayed_work(delayed_work *dw, unsigned long delay)
 
 bool flush_work(work_struct *work)
 {
-	ensure_started();
-	return __flush_work(work, false);
+	return do_flush_work(work, false);
 }
 
 bool flush_delayed_work(delayed_work *dwork)
 {
 	if (timer_delete(&dwork->timer))
-		__queue_work(dwork->cpu, dwork->wq, &dwork->work);
+		do_queue_work(dwork->cpu, dwork->wq, &dwork->work);
 	return flush_work(&dwork->work);
 }
 
-bool cancel_work(work_struct *work) { return __cancel_work(work, 0); }
-bool cancel_delayed_work(delayed_work *dwork) { return __cancel_work(&dwork->work, WORK_CANCEL_DELAYED); }
+bool cancel_work(work_struct *work) { return do_cancel_work(work, 0); }
+bool cancel_delayed_work(delayed_work *dwork) { return do_cancel_work(&dwork->work, WORK_CANCEL_DELAYED); }
 
-static bool __cancel_work_sync(work_struct *work, unsigned cflags)
+static bool do_cancel_work_sync(work_struct *work, unsigned cflags)
 {
-	bool ret = __cancel_work(work, cflags | WORK_CANCEL_DISABLE);
-	__flush_work(work, true);
+	bool ret = do_cancel_work(work, cflags | WORK_CANCEL_DISABLE);
+	do_flush_work(work, true);
 	if (!(cflags & WORK_CANCEL_DISABLE))
 		enable_work(work);
 	return ret;
 }
 
-bool cancel_work_sync(work_struct *work) { return __cancel_work_sync(work, 0); }
+bool cancel_work_sync(work_struct *work) { return do_cancel_work_sync(work, 0); }
 bool cancel_delayed_work_sync(delayed_work *dwork)
 {
-	return __cancel_work_sync(&dwork->work, WORK_CANCEL_DELAYED);
+	return do_cancel_work_sync(&dwork->work, WORK_CANCEL_DELAYED);
 }
-bool disable_work(work_struct *work) { return __cancel_work(work, WORK_CANCEL_DISABLE); }
-bool disable_work_sync(work_struct *work) { return __cancel_work_sync(work, WORK_CANCEL_DISABLE); }
+bool disable_work(work_struct *work) { return do_cancel_work(work, WORK_CANCEL_DISABLE); }
+bool disable_work_sync(work_struct *work) { return do_cancel_work_sync(work, WORK_CANCEL_DISABLE); }
 bool disable_delayed_work(delayed_work *dwork)
 {
-	return __cancel_work(&dwork->work, WORK_CANCEL_DELAYED | WORK_CANCEL_DISABLE);
+	return do_cancel_work(&dwork->work, WORK_CANCEL_DELAYED | WORK_CANCEL_DISABLE);
 }
 bool disable_delayed_work_sync(delayed_work *dwork)
 {
-	return __cancel_work_sync(&dwork->work, WORK_CANCEL_DELAYED | WORK_CANCEL_DISABLE);
+	return do_cancel_work_sync(&dwork->work, WORK_CANCEL_DELAYED | WORK_CANCEL_DISABLE);
 }
 
 bool enable_work(work_struct *work)

@@ -196,20 +196,14 @@ static void process_one_work(worker *w, work_struct *work, deferred &d,
 	lk.lock();
 	PWQ_STAT_ADD_LOCKED(pwq, PWQ_STAT_CPU_TIME, cpu / 1000);
 	PWQ_STAT_ADD_LOCKED(pwq, PWQ_STAT_COMPLETED, 1);
-	if (w->sleeping && w->hint_depth == 0) {
-		// The monitor had found it blocked; it runs again.
-		w->sleeping = false;
-		w->detected = false;
-		if (!(w->flags & WORKER_NOT_RUNNING))
-			pool->nr_running++;
-	}
+	if (w->sleeping && w->hint_depth == 0)
+		worker_set_running(w); // the monitor had found it blocked; it runs again
 	// An item that slept is judged by the monitor, whose count restarts
 	// after each sleep; one that never slept is judged here.
 	if (!w->slept_in_item)
 		hog_account(w, pwq, cpu, w->flags & WORKER_CPU_INTENSIVE);
 	w->slept_in_item = false;
 	worker_clr_flags(w, WORKER_CPU_INTENSIVE);
-	w->last_func = fn;
 	hash_del(pool, w);
 	w->current_work = nullptr;
 	w->current_func = nullptr;
@@ -342,6 +336,14 @@ static bool create_worker(worker_pool *pool)
 	return true;
 }
 
+void worker_set_running(worker *w)
+{
+	w->sleeping = false;
+	w->detected = false;
+	if (!(w->flags & WORKER_NOT_RUNNING))
+		w->pool->nr_running++;
+}
+
 void deferred::run()
 {
 	for (int i = 0; i < nr_wake; i++)
@@ -420,10 +422,7 @@ void worker_running(worker *w)
 	std::lock_guard lk(w->pool->lock);
 	if (!w->sleeping)
 		return;
-	w->sleeping = false;
-	w->detected = false;
-	if (!(w->flags & WORKER_NOT_RUNNING))
-		w->pool->nr_running++;
+	worker_set_running(w);
 	w->current_at_cpu_ns = thread_cpu_ns(); // hog timing restarts after a sleep
 }
 

@@ -65,7 +65,6 @@ static topology read_topology(unsigned shard)
 	const char *root = getenv("CMWQ_SYSFS_ROOT");
 	topology t;
 	if (root && *root) {
-		gl.real_sysfs = false;
 		t = build_topology(root, nullptr, shard);
 	} else {
 		t = build_topology("/sys", &gl.real_cpus, shard);
@@ -315,7 +314,7 @@ static bool color_drained(workqueue_struct *wq, int c)
 	return true;
 }
 
-void flush_workqueue_impl(workqueue_struct *wq)
+void flush_workqueue_wait(workqueue_struct *wq)
 {
 	auto dist = [](int from, int to) { return (to - from + WORK_NR_COLORS) % WORK_NR_COLORS; };
 	std::unique_lock lk(wq->flush_mutex);
@@ -373,7 +372,21 @@ bool pwq_busy(pool_workqueue *pwq)
 	return pwq->nr_active || !list_empty(&pwq->inactive_works);
 }
 
-// Re-pod every unbound, non-ordered workqueue (G held by the caller? no: takes it).
+// Re-pod every unbound, non-ordered workqueue (takes G).
+// The freezer (kernel freeze_workqueues_begin / thaw_workqueues): freezable
+// workqueues get max_active 0 while freezing, their saved limits after.
+static void set_freezing(bool freezing)
+{
+	auto &gl = g();
+	std::lock_guard gk(gl.pool_mutex);
+	gl.freezing = freezing;
+	for (auto *wq : gl.workqueues)
+		if (wq->flags & WQ_FREEZABLE) {
+			std::lock_guard wk(wq->mutex);
+			wq_adjust_max_active(wq);
+		}
+}
+
 static void repod_all(bool only_default)
 {
 	auto &gl = g();
@@ -732,17 +745,7 @@ int apply_workqueue_attrs(struct workqueue_struct *wq, const struct workqueue_at
 	return 0;
 }
 
-void freeze_workqueues_begin(void)
-{
-	auto &gl = g();
-	std::lock_guard gk(gl.pool_mutex);
-	gl.freezing = true;
-	for (auto *wq : gl.workqueues)
-		if (wq->flags & WQ_FREEZABLE) {
-			std::lock_guard wk(wq->mutex);
-			wq_adjust_max_active(wq);
-		}
-}
+void freeze_workqueues_begin(void) { set_freezing(true); }
 
 bool freeze_workqueues_busy(void)
 {
@@ -762,22 +765,12 @@ bool freeze_workqueues_busy(void)
 	return false;
 }
 
-void thaw_workqueues(void)
-{
-	auto &gl = g();
-	std::lock_guard gk(gl.pool_mutex);
-	gl.freezing = false;
-	for (auto *wq : gl.workqueues)
-		if (wq->flags & WQ_FREEZABLE) {
-			std::lock_guard wk(wq->mutex);
-			wq_adjust_max_active(wq);
-		}
-}
+void thaw_workqueues(void) { set_freezing(false); }
 
 extern "C" void __flush_workqueue(workqueue_struct *wq)
 {
 	check_flush_dependency(wq, nullptr);
-	flush_workqueue_impl(wq);
+	flush_workqueue_wait(wq);
 }
 
 extern "C" void drain_workqueue(workqueue_struct *wq)
@@ -788,7 +781,7 @@ extern "C" void drain_workqueue(workqueue_struct *wq)
 			wq->aflags.fetch_or(__WQ_DRAINING);
 	}
 	for (unsigned tries = 1;; tries++) {
-		flush_workqueue_impl(wq);
+		flush_workqueue_wait(wq);
 		bool busy = false;
 		{
 			std::lock_guard lk(wq->mutex);
