@@ -1,5 +1,15 @@
 # One place for warnings and sanitizers.
-set(CMWQ_WARNINGS -Wall -Wextra -Wshadow=local -Wno-missing-field-initializers)
+if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  set(CMWQ_WARNINGS -Wall -Wextra -Wshadow-uncaptured-local -Wno-missing-field-initializers)
+else()
+  set(CMWQ_WARNINGS -Wall -Wextra -Wshadow=local -Wno-missing-field-initializers)
+endif()
+# CMWQ_THREAD_SAFETY (clang): the engine's lock rules (GUARDED_BY, REQUIRES in
+# src/internal.h and src/engine.h) checked by the compiler, violations fatal.
+option(CMWQ_THREAD_SAFETY "Check the engine's lock annotations (clang only)" OFF)
+if(CMWQ_THREAD_SAFETY AND NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  message(FATAL_ERROR "CMWQ_THREAD_SAFETY=ON needs clang (CMAKE_CXX_COMPILER=clang++)")
+endif()
 
 if(CMWQ_SANITIZE)
   if(NOT CMWQ_SANITIZE MATCHES "^(thread|address|undefined)$")

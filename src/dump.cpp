@@ -9,7 +9,7 @@
 
 namespace cmwq::detail {
 
-static void print_pool_line(FILE *f, worker_pool *pool, uint64_t now)
+static void print_pool_line(FILE *f, worker_pool *pool, uint64_t now) REQUIRES(pool->lock)
 {
 	fprintf(f, "pool %d: cpus=%s", pool->id, format_cpulist(pool->cpus).c_str());
 	if (pool->node >= 0)
@@ -55,7 +55,7 @@ void show_wq(FILE *f, workqueue_struct *wq, uint64_t now)
 	for (list_head *e = wq->pwqs.next; e != &wq->pwqs; e = e->next) {
 		auto *pwq = container_of(e, pool_workqueue, pwqs_node);
 		worker_pool *pool = pwq->pool;
-		std::lock_guard lk(pool->lock);
+		lock_guard lk(pool->lock);
 		if (!pwq->nr_in_flight && !pwq->nr_active && list_empty(&pwq->inactive_works))
 			continue;
 		if (!header) {
@@ -98,14 +98,14 @@ void dump_all(FILE *f)
 {
 	auto &gl = g();
 	uint64_t now = now_ns();
-	std::lock_guard gk(gl.pool_mutex);
+	lock_guard gk(gl.pool_mutex);
 	fprintf(f, "Showing busy workqueues and worker pools:\n");
 	for (auto *wq : gl.workqueues) {
-		std::lock_guard wk(wq->mutex);
+		lock_guard wk(wq->mutex);
 		show_wq(f, wq, now);
 	}
 	for (auto *pool : gl.pools) {
-		std::lock_guard lk(pool->lock);
+		lock_guard lk(pool->lock);
 		if (pool->nr_workers == pool->nr_idle && list_empty(&pool->worklist))
 			continue;
 		print_pool_line(f, pool, now);
@@ -123,7 +123,7 @@ void cmwq_dump(FILE *out) { dump_all(out); }
 void show_all_workqueues(void) { dump_all(stderr); }
 void show_one_workqueue(struct workqueue_struct *wq)
 {
-	std::lock_guard wk(wq->mutex);
+	lock_guard wk(wq->mutex);
 	show_wq(stderr, wq, now_ns());
 }
 

@@ -153,8 +153,7 @@ pool_workqueue *put_base_ref(pool_workqueue *pwq);
 // already runs it (non-reentrancy); whether w got it.
 bool assign_work(work_struct *work, worker *w) REQUIRES(w->pool->lock);
 // Context: L held on entry and exit (dropped while each item runs).
-void process_scheduled_works(worker *w, deferred &d, std::unique_lock<pool_mutex> &lk)
-	REQUIRES(w->pool->lock);
+void process_scheduled_works(worker *w, deferred &d) REQUIRES(w->pool->lock);
 // Context: no lock. Creates a worker for pool if it still needs one.
 void deferred_create(worker_pool *pool);
 // Context: no lock, the worker's own thread (or the monitor for it). The

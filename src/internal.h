@@ -52,7 +52,7 @@ namespace cmwq::detail {
 // workers on several CPUs (the kernel's is a spinlock). An adaptive mutex
 // spins briefly before it sleeps, so a waiter does not pay a futex sleep and
 // wakeup for a hold that ends a moment later.
-class pool_mutex {
+class CAPABILITY("mutex") pool_mutex {
 public:
 	pool_mutex()
 	{
@@ -65,12 +65,66 @@ public:
 	~pool_mutex() { pthread_mutex_destroy(&m_); }
 	pool_mutex(const pool_mutex &) = delete;
 	pool_mutex &operator=(const pool_mutex &) = delete;
-	void lock() { pthread_mutex_lock(&m_); }
-	bool try_lock() { return pthread_mutex_trylock(&m_) == 0; }
-	void unlock() { pthread_mutex_unlock(&m_); }
+	void lock() ACQUIRE() { pthread_mutex_lock(&m_); }
+	bool try_lock() TRY_ACQUIRE(true) { return pthread_mutex_trylock(&m_) == 0; }
+	void unlock() RELEASE() { pthread_mutex_unlock(&m_); }
 
 private:
 	pthread_mutex_t m_;
+};
+
+// The other engine locks (G, W, N, F, the mayday and timer locks): a
+// mutex the analysis knows as a capability.
+class CAPABILITY("mutex") mutex {
+public:
+	void lock() ACQUIRE() { m_.lock(); }
+	bool try_lock() TRY_ACQUIRE(true) { return m_.try_lock(); }
+	void unlock() RELEASE() { m_.unlock(); }
+
+private:
+	std::mutex m_;
+};
+
+// Scoped holders the analysis follows (lock_guard and std::unique_lock
+// carry no annotations). unique_lock may be dropped and retaken; waits on a
+// std::condition_variable_any use it as their lock.
+template <class M>
+class SCOPED_CAPABILITY lock_guard {
+public:
+	explicit lock_guard(M &m) ACQUIRE(m) : m_(m) { m_.lock(); }
+	~lock_guard() RELEASE() { m_.unlock(); }
+	lock_guard(const lock_guard &) = delete;
+	lock_guard &operator=(const lock_guard &) = delete;
+
+private:
+	M &m_;
+};
+
+template <class M>
+class SCOPED_CAPABILITY unique_lock {
+public:
+	explicit unique_lock(M &m) ACQUIRE(m) : m_(m) { m_.lock(); }
+	~unique_lock() RELEASE()
+	{
+		if (owns_)
+			m_.unlock();
+	}
+	unique_lock(const unique_lock &) = delete;
+	unique_lock &operator=(const unique_lock &) = delete;
+	void lock() ACQUIRE()
+	{
+		m_.lock();
+		owns_ = true;
+	}
+	void unlock() RELEASE()
+	{
+		owns_ = false;
+		m_.unlock();
+	}
+
+private:
+	M &m_;
+	bool owns_ = true;
 };
 
 // ---- intrusive lists (struct list_head from the public header) ----------
@@ -225,7 +279,7 @@ struct worker_pool {
 	int id = 0;                      // I
 	int cpu = -1;                    // I: -1 for unbound
 	int node = -1;                   // I
-	unsigned flags = 0;              // L
+	unsigned flags GUARDED_BY(lock) = 0;              // L
 	int nice = 0;                    // I
 	bool highpri = false;            // I
 	bool strict = true;              // I
@@ -233,16 +287,16 @@ struct worker_pool {
 	std::vector<int> pod_cpus;       // I
 	std::string key;                 // I: unbound pool identity
 	int refcnt = 0;                  // G: unbound users
-	list_head worklist;              // L
-	int nr_workers = 0;              // L
-	int nr_idle = 0;                 // L
+	list_head worklist GUARDED_BY(lock);              // L
+	int nr_workers GUARDED_BY(lock) = 0;              // L
+	int nr_idle GUARDED_BY(lock) = 0;                 // L
 	// Workers of a bound pool that are runnable and carry no NOT_RUNNING
 	// flag. Zero means the CPU would idle: the next item may start. A
 	// blocking hint (or the monitor's detection) takes a worker out of this
 	// count and puts it back when it runs again.
-	int nr_running = 0;              // L
-	list_head idle_list;             // L: LIFO
-	std::vector<worker *> workers;   // L
+	int nr_running GUARDED_BY(lock) = 0;              // L
+	list_head idle_list GUARDED_BY(lock);             // L: LIFO
+	std::vector<worker *> workers GUARDED_BY(lock);   // L
 	worker *busy_hash[1 << BUSY_WORKER_HASH_ORDER] = {}; // L
 	uint64_t last_progress_ns = 0;   // L
 	int next_worker_id = 0;          // L
@@ -253,7 +307,7 @@ struct worker_pool {
 	timer_list mayday_timer{};       // T
 	std::atomic<bool> watch{false};  // A: the monitor samples this pool
 	bool dying = false;              // G
-	pool_counts counts() const
+	pool_counts counts() const REQUIRES(lock)
 	{
 		return {list_empty(&worklist), nr_running, nr_idle, nr_workers,
 			(flags & POOL_MANAGER_ACTIVE) != 0};
@@ -261,7 +315,7 @@ struct worker_pool {
 };
 
 struct wq_node_nr_active {
-	std::mutex lock;                 // N
+	mutex lock;                 // N
 	int max = WQ_DFL_MIN_ACTIVE;     // N
 	int nr = 0;                      // N
 	std::vector<pool_workqueue *> pending; // N: FIFO of pwqs waiting for a slot
@@ -270,14 +324,14 @@ struct wq_node_nr_active {
 struct alignas(256) pool_workqueue {
 	worker_pool *pool = nullptr;     // I
 	workqueue_struct *wq = nullptr;  // I
-	int refcnt = 1;                  // L: base ref + one per queued item
-	int nr_in_flight = 0;            // L
-	int nr_in_flight_color[WORK_NR_COLORS] = {}; // L: items (and barriers) per flush color
-	int nr_active = 0;               // L
-	bool plugged = false;            // L
+	int refcnt GUARDED_BY(pool->lock) = 1; // L: base ref + one per queued item
+	int nr_in_flight GUARDED_BY(pool->lock) = 0; // L
+	int nr_in_flight_color[WORK_NR_COLORS] GUARDED_BY(pool->lock) = {}; // L: items (and barriers) per flush color
+	int nr_active GUARDED_BY(pool->lock) = 0; // L
+	bool plugged GUARDED_BY(pool->lock) = false; // L
 	bool on_pending = false;         // N
-	bool released = false;           // L
-	list_head inactive_works;        // L
+	bool released GUARDED_BY(pool->lock) = false; // L
+	list_head inactive_works GUARDED_BY(pool->lock); // L
 	list_head pwqs_node;             // W
 	int slot_node = 0;               // I: index into wq->node_nr_active
 	std::atomic<uint64_t> stats[PWQ_NR_STATS] = {}; // A: relaxed counters
@@ -287,7 +341,7 @@ struct alignas(256) pool_workqueue {
 } // namespace cmwq::detail
 
 struct workqueue_struct {
-	std::mutex mutex;                // W
+	cmwq::detail::mutex mutex;       // W
 	std::string name;                // I
 	unsigned flags = 0;              // I: creation flags
 	std::atomic<unsigned> aflags{0}; // A: flags plus __WQ_DRAINING/__WQ_DESTROYING
@@ -305,8 +359,8 @@ struct workqueue_struct {
 	// Flush colors: items carry the color current when queued, counted per
 	// pwq (pwq->nr_in_flight_color); a flusher advances work_color and waits
 	// until no pwq holds an item of an older color.
-	std::mutex flush_mutex;          // F
-	std::condition_variable flush_cv; // F
+	cmwq::detail::mutex flush_mutex; // F
+	std::condition_variable_any flush_cv; // F
 	std::atomic<int> work_color{0};  // A (written under F)
 	int flush_color = 0;             // F: oldest color not yet drained
 	std::atomic<int> nr_flushers{0}; // A
@@ -314,7 +368,7 @@ struct workqueue_struct {
 	uint64_t flush_moves = 0;        // F: times flush_color moved
 	// Rescuer (WQ_MEM_RECLAIM)
 	cmwq::detail::worker *rescuer = nullptr; // I
-	std::mutex mayday_lock;
+	cmwq::detail::mutex mayday_lock;
 	std::vector<cmwq::detail::pool_workqueue *> maydays; // mayday_lock
 	std::atomic<int> busy_refs{0};   // A: deferred actions still to touch it
 	bool sysfs = false;              // I
@@ -325,7 +379,7 @@ namespace cmwq::detail {
 // Global state; allocated once and never freed, so a program may return from
 // main with workers alive.
 struct globals {
-	std::mutex pool_mutex;                      // G
+	mutex pool_mutex;                      // G
 	topology topo;                              // G (copied to readers)
 	std::vector<int> usable;                    // G: topo.usable
 	std::vector<int> cpu_index;                 // G: CPU number -> index in usable, -1
@@ -346,8 +400,8 @@ struct globals {
 	void (*mayday_timeout)(timer_list *) = nullptr; // I
 	// The monitor thread sleeps on this until a pool asks to be sampled.
 	struct {
-		std::mutex lock;
-		std::condition_variable cv;
+		mutex lock;
+		std::condition_variable_any cv;
 		bool armed = false;                 // lock
 	} monitor;
 };

@@ -30,7 +30,7 @@ extern "C" {
 
 void cmwq_workqueue_stats(struct workqueue_struct *wq, uint64_t stats[PWQ_NR_STATS])
 {
-	std::lock_guard wk(wq->mutex);
+	lock_guard wk(wq->mutex);
 	sum_stats(wq, stats);
 }
 
@@ -45,11 +45,11 @@ system_info snapshot()
 	auto &gl = g();
 	system_info si;
 	uint64_t now = now_ns();
-	std::lock_guard gk(gl.pool_mutex);
+	lock_guard gk(gl.pool_mutex);
 	si.usable = gl.usable;
 	for (auto *pool : gl.pools) {
 		pool_info pi;
-		std::lock_guard lk(pool->lock);
+		lock_guard lk(pool->lock);
 		pi.id = pool->id;
 		pi.cpu = pool->cpu;
 		pi.highpri = pool->highpri;
@@ -70,7 +70,7 @@ system_info snapshot()
 	}
 	for (auto *wq : gl.workqueues) {
 		workqueue_info wi;
-		std::lock_guard wk(wq->mutex);
+		lock_guard wk(wq->mutex);
 		wi.name = wq->name;
 		wi.flags = wq->flags;
 		wi.max_active = wq->saved_max_active;
@@ -84,7 +84,7 @@ system_info snapshot()
 			wi.cpumask = attrs_cpus(wq->unbound_attrs);
 			wi.dfl_pool = wq->dfl_pwq ? wq->dfl_pwq->pool->id : -1;
 			for (auto *nna : wq->node_nr_active) {
-				std::lock_guard nl(nna->lock);
+				lock_guard nl(nna->lock);
 				wi.node_nr.push_back(nna->nr);
 				wi.node_max.push_back(nna->max);
 			}
@@ -97,7 +97,7 @@ system_info snapshot()
 		}
 		for (list_head *e = wq->pwqs.next; e != &wq->pwqs; e = e->next) {
 			auto *pwq = container_of(e, pool_workqueue, pwqs_node);
-			std::lock_guard lk(pwq->pool->lock);
+			lock_guard lk(pwq->pool->lock);
 			wi.nr_active += pwq->nr_active;
 			wi.nr_in_flight += pwq->nr_in_flight;
 			for (list_head *x = pwq->inactive_works.next; x != &pwq->inactive_works; x = x->next)

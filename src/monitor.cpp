@@ -25,7 +25,7 @@ namespace {
 // The arming handshake (lock, cv, armed) is g().monitor, so pools arm the
 // monitor without calling into this file.
 struct monitor_state {
-	std::mutex lock;
+	mutex lock;
 	bool started = false;                   // lock
 	std::atomic<uint64_t> global_touch{0};  // A: wq_watchdog_touch
 };
@@ -79,7 +79,7 @@ bool sample_pool(worker_pool *pool, uint64_t now)
 	std::vector<candidate> cands;
 	std::vector<deferred> wakes;
 	{
-		std::lock_guard lk(pool->lock);
+		lock_guard lk(pool->lock);
 		if (list_empty(&pool->worklist) && pool->nr_running <= 1) {
 			bool any_detected = false;
 			for (worker *w : pool->workers)
@@ -134,7 +134,7 @@ bool sample_pool(worker_pool *pool, uint64_t now)
 		if (c.check_blocked && st && !runnable) {
 			deferred d;
 			{
-				std::lock_guard lk(pool->lock);
+				lock_guard lk(pool->lock);
 				if (c.w->current_work && !c.w->sleeping && c.w->progress.load() == c.prog &&
 				    !(c.w->flags & WORKER_NOT_RUNNING)) {
 					c.w->detected = true;
@@ -147,7 +147,7 @@ bool sample_pool(worker_pool *pool, uint64_t now)
 			}
 			d.run();
 		} else if (c.check_restore && runnable) {
-			std::lock_guard lk(pool->lock);
+			lock_guard lk(pool->lock);
 			if (c.w->detected && c.w->sleeping && c.w->hint_depth == 0)
 				worker_set_running(c.w);
 		}
@@ -164,12 +164,12 @@ void watchdog_check(uint64_t now)
 	bool lockup = false;
 	std::vector<worker_pool *> pools;
 	{
-		std::lock_guard gk(gl.pool_mutex);
+		lock_guard gk(gl.pool_mutex);
 		pools = gl.pools;
 	}
 	uint64_t touched = ms().global_touch.load();
 	for (auto *pool : pools) {
-		std::lock_guard lk(pool->lock);
+		lock_guard lk(pool->lock);
 		if (list_empty(&pool->worklist))
 			continue;
 		uint64_t ts = std::max(pool->last_progress_ns, touched);
@@ -195,7 +195,7 @@ void monitor_thread()
 	for (;;) {
 		bool armed;
 		{
-			std::unique_lock lk(m.lock);
+			unique_lock lk(m.lock);
 			unsigned sample = params().blocked_sample_us.load();
 			if (m.armed && sample)
 				m.cv.wait_for(lk, std::chrono::microseconds(std::max(50u, sample)));
@@ -208,7 +208,7 @@ void monitor_thread()
 		if (armed && !params().blocked_sample_us.load()) {
 			// Sampling is off: forget the watch marks so turning it on
 			// again starts from a clean state.
-			std::lock_guard gk(g().pool_mutex);
+			lock_guard gk(g().pool_mutex);
 			for (auto *pool : g().pools)
 				pool->watch.store(false);
 		}
@@ -216,14 +216,14 @@ void monitor_thread()
 			bool again = false;
 			std::vector<worker_pool *> pools;
 			{
-				std::lock_guard gk(g().pool_mutex);
+				lock_guard gk(g().pool_mutex);
 				pools = g().pools;
 			}
 			for (auto *pool : pools)
 				if (pool->watch.load(std::memory_order_relaxed))
 					again |= sample_pool(pool, now);
 			if (again) {
-				std::lock_guard lk(m.lock);
+				lock_guard lk(m.lock);
 				m.armed = true;
 			}
 		}
@@ -240,7 +240,7 @@ void monitor_thread()
 void monitor_start()
 {
 	auto &m = ms();
-	std::lock_guard lk(m.lock);
+	lock_guard lk(m.lock);
 	if (m.started)
 		return;
 	m.started = true;

@@ -176,7 +176,7 @@ static void idle_timer_fn(timer_list *t)
 	worker_pool *pool = container_of(t, worker_pool, idle_timer);
 	std::vector<worker *> dying;
 	{
-		std::lock_guard lk(pool->lock);
+		lock_guard lk(pool->lock);
 		cull_idle_workers(pool, false, dying);
 	}
 	for (worker *w : dying)
@@ -195,7 +195,7 @@ void monitor_watch(worker_pool *pool)
 	if (pool->watch.load(std::memory_order_relaxed) || pool->watch.exchange(true, std::memory_order_relaxed))
 		return;
 	auto &m = g().monitor;
-	std::lock_guard lk(m.lock);
+	lock_guard lk(m.lock);
 	if (!m.armed) {
 		m.armed = true;
 		m.cv.notify_one();
@@ -239,6 +239,7 @@ void init_percpu_pools(globals &gl)
 				p->pod_cpus = {cpu};
 				p->strict = true;
 				if (bh) {
+					lock_guard lk(p->lock); // not yet seen by anyone: for the analysis
 					p->flags |= POOL_BH;
 					p->max_workers = 1;
 					gl.bh_pools[hi][static_cast<size_t>(cpu)] = p;
@@ -297,7 +298,10 @@ worker_pool *get_unbound_pool(int nice, bool strict, const std::vector<int> &pod
 	p->cpus = strict ? pod : mask;
 	p->node = node_of(pod);
 	p->key = key;
-	p->flags |= POOL_DISASSOCIATED;
+	{
+		lock_guard lk(p->lock); // not yet seen by anyone: for the analysis
+		p->flags |= POOL_DISASSOCIATED;
+	}
 	p->refcnt = 1;
 	h[key] = p;
 	return p;
@@ -309,10 +313,10 @@ void put_unbound_pool(worker_pool *pool)
 {
 	std::vector<worker *> dying;
 	{
-		std::lock_guard gk(g().pool_mutex);
+		lock_guard gk(g().pool_mutex);
 		if (--pool->refcnt > 0)
 			return;
-		std::lock_guard lk(pool->lock);
+		lock_guard lk(pool->lock);
 		cull_idle_workers(pool, true, dying);
 	}
 	for (worker *w : dying)

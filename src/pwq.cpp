@@ -22,9 +22,9 @@ worker_pool *get_work_pool(work_struct *work)
 	return get_pool_by_id(id);
 }
 
-static void get_pwq(pool_workqueue *pwq) { pwq->refcnt++; }
+static void get_pwq(pool_workqueue *pwq) REQUIRES(pwq->pool->lock) { pwq->refcnt++; }
 
-static void put_pwq(pool_workqueue *pwq, deferred &d)
+static void put_pwq(pool_workqueue *pwq, deferred &d) REQUIRES(pwq->pool->lock)
 {
 	if (--pwq->refcnt)
 		return;
@@ -48,7 +48,7 @@ wq_node_nr_active *pwq_nna(pool_workqueue *pwq)
 
 static bool nna_full(wq_node_nr_active *nna)
 {
-	std::lock_guard lk(nna->lock);
+	lock_guard lk(nna->lock);
 	return nna->nr >= nna->max;
 }
 
@@ -85,7 +85,7 @@ bool pwq_tryinc_nr_active(pool_workqueue *pwq, bool fill)
 		}
 		return false;
 	}
-	std::lock_guard lk(nna->lock);
+	lock_guard lk(nna->lock);
 	if (pwq->on_pending && !fill && nna->pending.front() != pwq)
 		return false;
 	if (nna->nr < nna->max) {
@@ -139,18 +139,18 @@ bool pwq_activate_first_inactive(pool_workqueue *pwq, bool fill)
 bool node_activate_handoff(pool_workqueue *pwq, deferred &d)
 {
 	wq_node_nr_active *nna = pwq_nna(pwq);
-	std::lock_guard lk(pwq->pool->lock);
+	lock_guard lk(pwq->pool->lock);
 	bool activated = pwq_activate_first_inactive(pwq, true);
 	if (activated)
 		kick_pool(pwq->pool, d);
 	if (!list_empty(&pwq->inactive_works)) {
-		std::lock_guard nl(nna->lock);
+		lock_guard nl(nna->lock);
 		nna_add_pending(nna, pwq);
 	}
 	return activated;
 }
 
-static void pwq_dec_nr_active(pool_workqueue *pwq, deferred &d)
+static void pwq_dec_nr_active(pool_workqueue *pwq, deferred &d) REQUIRES(pwq->pool->lock)
 {
 	pwq->nr_active--;
 	wq_node_nr_active *nna = pwq_nna(pwq);
@@ -160,7 +160,7 @@ static void pwq_dec_nr_active(pool_workqueue *pwq, deferred &d)
 		return;
 	}
 	{
-		std::lock_guard lk(nna->lock);
+		lock_guard lk(nna->lock);
 		nna->nr--;
 	}
 	node_activate_pending(pwq, nna, d);
@@ -169,49 +169,51 @@ static void pwq_dec_nr_active(pool_workqueue *pwq, deferred &d)
 // A slot of nna is free: give it to the first waiting pwq that has an
 // inactive item (kernel node_activate_pending_pwq). pwqs of our own pool are
 // handled here; the first of another pool is handed to deferred::run, which
-// calls node_activate_pending_unlocked() if it had nothing after all.
-void node_activate_pending(pool_workqueue *pwq, wq_node_nr_active *nna, deferred &d)
+// offers the slot on (node_activate_pending with pwq NULL) if it had nothing
+// after all. Holds pwq's pool lock only when pwq is not NULL, which the
+// analysis cannot express.
+void node_activate_pending(pool_workqueue *pwq, wq_node_nr_active *nna, deferred &d) NO_THREAD_SAFETY_ANALYSIS
 {
 	for (;;) {
-	pool_workqueue *next = nullptr;
-	{
-		std::lock_guard lk(nna->lock);
-		if (nna->nr < nna->max && !nna->pending.empty()) {
-			next = nna->pending.front();
-			// Rotate: round robin across waiting pwqs.
-			nna->pending.erase(nna->pending.begin());
-			next->on_pending = false;
+		pool_workqueue *next = nullptr;
+		{
+			lock_guard lk(nna->lock);
+			if (nna->nr < nna->max && !nna->pending.empty()) {
+				next = nna->pending.front();
+				// Rotate: round robin across waiting pwqs.
+				nna->pending.erase(nna->pending.begin());
+				next->on_pending = false;
+			}
 		}
-	}
-	if (!next) {
-		// Nobody else waits on this node: our own backlog takes the slot
-		// (also how an unplugged ordered pwq keeps going).
-		if (pwq && pwq_activate_first_inactive(pwq, false))
-			kick_pool(pwq->pool, d);
-		return;
-	}
-	if (pwq && next->pool == pwq->pool) {
-		bool activated = pwq_activate_first_inactive(next, true);
-		if (activated)
-			kick_pool(next->pool, d);
-		if (!list_empty(&next->inactive_works)) {
-			std::lock_guard lk(nna->lock);
-			nna_add_pending(nna, next);
-		}
-		if (activated || nna_full(nna))
+		if (!next) {
+			// Nobody else waits on this node: our own backlog takes the slot
+			// (also how an unplugged ordered pwq keeps going).
+			if (pwq && pwq_activate_first_inactive(pwq, false))
+				kick_pool(pwq->pool, d);
 			return;
-		continue; // it had nothing (cancelled): try the next waiter
-	} else if (d.nr_activate < 2) {
-		// Activated after our lock is dropped; busy_refs keeps the
-		// workqueue (and so the pwq) from being freed meanwhile.
-		next->wq->busy_refs.fetch_add(1, std::memory_order_acq_rel);
-		d.activate[d.nr_activate++] = next;
-	} else {
-		std::lock_guard lk(nna->lock);
-		nna->pending.insert(nna->pending.begin(), next);
-		next->on_pending = true;
-	}
-	return;
+		}
+		if (pwq && next->pool == pwq->pool) {
+			bool activated = pwq_activate_first_inactive(next, true);
+			if (activated)
+				kick_pool(next->pool, d);
+			if (!list_empty(&next->inactive_works)) {
+				lock_guard lk(nna->lock);
+				nna_add_pending(nna, next);
+			}
+			if (activated || nna_full(nna))
+				return;
+			continue; // it had nothing (cancelled): try the next waiter
+		} else if (d.nr_activate < 2) {
+			// Activated after our lock is dropped; busy_refs keeps the
+			// workqueue (and so the pwq) from being freed meanwhile.
+			next->wq->busy_refs.fetch_add(1, std::memory_order_acq_rel);
+			d.activate[d.nr_activate++] = next;
+		} else {
+			lock_guard lk(nna->lock);
+			nna->pending.insert(nna->pending.begin(), next);
+			next->on_pending = true;
+		}
+		return;
 	}
 }
 
@@ -221,7 +223,7 @@ static void flush_color_done(workqueue_struct *wq);
 // flushers re-scan (they advance flush_color themselves).
 static void flush_color_done(workqueue_struct *wq)
 {
-	std::lock_guard lk(wq->flush_mutex);
+	lock_guard lk(wq->flush_mutex);
 	wq->flush_gen++;
 	wq->flush_cv.notify_all();
 }
@@ -292,17 +294,17 @@ void pwq_release(pool_workqueue *pwq, deferred &d)
 	workqueue_struct *wq = pwq->wq;
 	worker_pool *pool = pwq->pool;
 	{
-		std::lock_guard wk(wq->mutex);
+		lock_guard wk(wq->mutex);
 		list_del_init(&pwq->pwqs_node);
 		if (wq->flags & WQ_UNBOUND) {
 			wq_node_nr_active *nna = wq->node_nr_active[static_cast<size_t>(pwq->slot_node)];
-			std::lock_guard nl(nna->lock);
+			lock_guard nl(nna->lock);
 			nna_remove_pending(nna, pwq);
 		}
 		wq->retired.push_back(pwq);
 		if ((wq->flags & __WQ_ORDERED) && !list_empty(&wq->pwqs)) {
 			auto *next = container_of(wq->pwqs.next, pool_workqueue, pwqs_node);
-			std::lock_guard lk(next->pool->lock);
+			lock_guard lk(next->pool->lock);
 			if (next->plugged) {
 				next->plugged = false;
 				if (pwq_activate_first_inactive(next, true))
@@ -317,7 +319,7 @@ void pwq_release(pool_workqueue *pwq, deferred &d)
 // Drop a base reference. Returns the pwq if it must be released.
 pool_workqueue *put_base_ref(pool_workqueue *pwq)
 {
-	std::lock_guard lk(pwq->pool->lock);
+	lock_guard lk(pwq->pool->lock);
 	if (--pwq->refcnt)
 		return nullptr;
 	pwq->released = true;

@@ -22,7 +22,7 @@ void send_mayday(pool_workqueue *pwq)
 	workqueue_struct *wq = pwq->wq;
 	if (!wq->rescuer)
 		return;
-	std::lock_guard lk(wq->mayday_lock);
+	lock_guard lk(wq->mayday_lock);
 	if (pwq->on_mayday)
 		return;
 	pwq->on_mayday = true;
@@ -39,7 +39,7 @@ void pool_mayday_timeout(timer_list *t)
 	worker_pool *pool = container_of(t, worker_pool, mayday_timer);
 	bool need;
 	{
-		std::lock_guard lk(pool->lock);
+		lock_guard lk(pool->lock);
 		need = need_to_create_worker(pool->counts());
 		if (need)
 			for (list_head *e = pool->worklist.next; e != &pool->worklist; e = e->next) {
@@ -64,7 +64,7 @@ int rescue_pwq(worker *r, pool_workqueue *pwq, int batch)
 	deferred d;
 	int n = 0;
 	r->clock_ns = now_ns();
-	std::unique_lock lk(pool->lock);
+	unique_lock lk(pool->lock);
 	r->pool = pool;
 	while (n < batch) {
 		work_struct *found = nullptr;
@@ -79,7 +79,7 @@ int rescue_pwq(worker *r, pool_workqueue *pwq, int batch)
 			break;
 		PWQ_STAT_ADD(pwq, PWQ_STAT_RESCUED, 1);
 		if (assign_work(found, r))
-			process_scheduled_works(r, d, lk);
+			process_scheduled_works(r, d);
 		n++;
 	}
 	kick_pool(pool, d);
@@ -102,7 +102,7 @@ void rescuer_thread(worker *r)
 		pool_workqueue *pwq = nullptr;
 		bool stop;
 		{
-			std::lock_guard lk(wq->mayday_lock);
+			lock_guard lk(wq->mayday_lock);
 			stop = r->flags & WORKER_DIE;
 			if (!wq->maydays.empty()) {
 				pwq = wq->maydays.front();
@@ -121,10 +121,10 @@ void rescuer_thread(worker *r)
 		int n = rescue_pwq(r, pwq, RESCUER_BATCH);
 		bool more;
 		{
-			std::lock_guard lk(pwq->pool->lock);
+			lock_guard lk(pwq->pool->lock);
 			more = n == RESCUER_BATCH && need_to_create_worker(pwq->pool->counts());
 		}
-		std::lock_guard lk(wq->mayday_lock);
+		lock_guard lk(wq->mayday_lock);
 		if (more)
 			wq->maydays.push_back(pwq); // round robin
 		else
@@ -154,7 +154,7 @@ void rescuer_stop(workqueue_struct *wq)
 	if (!r)
 		return;
 	{
-		std::lock_guard lk(wq->mayday_lock);
+		lock_guard lk(wq->mayday_lock);
 		r->flags |= WORKER_DIE;
 	}
 	worker_wake_word(r);

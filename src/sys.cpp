@@ -62,9 +62,9 @@ std::string func_name(work_func_t f)
 
 void warn_once_msg(const std::string &key, const std::string &msg)
 {
-	static std::mutex *m = new std::mutex;
+	static mutex *m = new mutex;
 	static std::set<std::string> *seen = new std::set<std::string>;
-	std::lock_guard lk(*m);
+	lock_guard lk(*m);
 	if (seen->insert(key).second)
 		fprintf(stderr, "%s\n", msg.c_str());
 }

@@ -40,7 +40,7 @@ static workqueue_struct *find_sysfs_wq(const char *name)
 int wq_sysfs_get(workqueue_struct *wq, const std::string &attr, std::string &out)
 {
 	bool unbound = wq->flags & WQ_UNBOUND;
-	std::lock_guard wk(wq->mutex);
+	lock_guard wk(wq->mutex);
 	if (attr == "per_cpu")
 		out = unbound ? "0" : "1";
 	else if (attr == "max_active")
@@ -99,7 +99,7 @@ static int wq_sysfs_set(workqueue_struct *wq, const std::string &attr, const cha
 		return -ENOENT;
 	workqueue_attrs a;
 	{
-		std::lock_guard wk(wq->mutex);
+		lock_guard wk(wq->mutex);
 		a = wq->unbound_attrs;
 	}
 	if (attr == "nice") {
@@ -147,7 +147,7 @@ int cmwq_sysfs_get(const char *wq_name, const char *attr, char *buf, size_t len)
 	ensure_started();
 	std::string out;
 	auto &gl = g();
-	std::lock_guard gk(gl.pool_mutex);
+	lock_guard gk(gl.pool_mutex);
 	if (!wq_name) {
 		std::vector<int> isolated;
 		if (!strcmp(attr, "cpumask"))
@@ -190,7 +190,7 @@ int cmwq_sysfs_set(const char *wq_name, const char *attr, const char *value)
 	}
 	workqueue_struct *wq;
 	{
-		std::lock_guard gk(g().pool_mutex);
+		lock_guard gk(g().pool_mutex);
 		wq = find_sysfs_wq(wq_name);
 		if (!wq)
 			return -ENOENT;
@@ -201,7 +201,7 @@ int cmwq_sysfs_set(const char *wq_name, const char *attr, const char *value)
 int cmwq_sysfs_list(void (*fn)(const char *name, void *arg), void *arg)
 {
 	ensure_started();
-	std::lock_guard gk(g().pool_mutex);
+	lock_guard gk(g().pool_mutex);
 	int n = 0;
 	for (auto *wq : g().workqueues)
 		if (wq->sysfs) {

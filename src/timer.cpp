@@ -14,8 +14,8 @@ namespace cmwq::detail {
 namespace {
 
 struct timer_base {
-	std::mutex lock;
-	std::condition_variable cv;
+	mutex lock;
+	std::condition_variable_any cv;
 	std::vector<timer_list *> heap; // T
 	bool started = false;
 };
@@ -75,7 +75,7 @@ void timer_thread()
 {
 	pthread_setname_np(pthread_self(), "cmwq/timer");
 	auto &b = tb();
-	std::unique_lock lk(b.lock);
+	unique_lock lk(b.lock);
 	for (;;) {
 		if (b.heap.empty()) {
 			b.cv.wait(lk);
@@ -101,7 +101,7 @@ void timer_thread()
 void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *))
 {
 	auto &b = tb();
-	std::lock_guard lk(b.lock);
+	lock_guard lk(b.lock);
 	if (!b.started) {
 		b.started = true;
 		std::thread(timer_thread).detach();
@@ -123,7 +123,7 @@ void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *))
 bool timer_add_if_idle(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *))
 {
 	{
-		std::lock_guard lk(tb().lock);
+		lock_guard lk(tb().lock);
 		if (t->heap_index >= 0)
 			return false;
 	}
@@ -134,7 +134,7 @@ bool timer_add_if_idle(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list
 bool timer_delete(timer_list *t)
 {
 	auto &b = tb();
-	std::lock_guard lk(b.lock);
+	lock_guard lk(b.lock);
 	if (t->heap_index < 0)
 		return false;
 	heap_remove(b.heap, t->heap_index);

@@ -50,8 +50,10 @@ static bool is_chained_work(workqueue_struct *wq)
 	return w && w->current_pwq && w->current_pwq->wq == wq;
 }
 
-// kernel: __queue_work
-static void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work)
+// kernel: __queue_work. Which pool's lock it holds is decided at run time
+// (the pool the item still runs on, else the target's), which the
+// analysis cannot follow; the locked part is checked by hand.
+static void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work) NO_THREAD_SAFETY_ANALYSIS
 {
 	unsigned wqf = wq->aflags.load(std::memory_order_acquire);
 	if ((wqf & (__WQ_DESTROYING | __WQ_DRAINING)) && !is_chained_work(wq)) {
@@ -78,22 +80,21 @@ static void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work)
 		pool_workqueue *pwq = wq->cpu_pwq[static_cast<size_t>(cpu)].load(std::memory_order_acquire);
 		worker_pool *pool = pwq->pool;
 		worker_pool *last_pool = (wqf & __WQ_ORDERED) ? nullptr : get_work_pool(work);
-		std::unique_lock<pool_mutex> lk;
 		if (last_pool && last_pool != pool) {
-			lk = std::unique_lock(last_pool->lock);
+			last_pool->lock.lock();
 			worker *w = find_worker_executing_work(last_pool, work);
 			if (w && w->current_pwq->wq == wq) {
 				pwq = w->current_pwq;
 				pool = last_pool;
 			} else {
-				lk.unlock();
-				lk = std::unique_lock(pool->lock);
+				last_pool->lock.unlock();
+				pool->lock.lock();
 			}
 		} else {
-			lk = std::unique_lock(pool->lock);
+			pool->lock.lock();
 		}
 		if (pwq->refcnt == 0 || pwq->released) {
-			lk.unlock();
+			pool->lock.unlock();
 			int n = 0;
 			spin_pause(n);
 			continue;
@@ -117,6 +118,7 @@ static void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work)
 		} else {
 			insert_work(pwq, work, &pwq->inactive_works, cflags | WORK_STRUCT_INACTIVE);
 		}
+		pool->lock.unlock();
 		break;
 	}
 	d.run();
@@ -155,7 +157,7 @@ static int try_to_grab_pending(work_struct *work, unsigned cflags)
 		return -EAGAIN;
 	deferred d;
 	{
-		std::lock_guard lk(pool->lock);
+		lock_guard lk(pool->lock);
 		unsigned long data = work_data(work);
 		if (!(data & WORK_STRUCT_PWQ))
 			return -EAGAIN;
@@ -226,6 +228,7 @@ static void wq_barrier_func(work_struct *w)
 }
 
 static void insert_wq_barrier(pool_workqueue *pwq, wq_barrier *barr, work_struct *target, worker *w)
+	REQUIRES(pwq->pool->lock)
 {
 	INIT_WORK(&barr->work, wq_barrier_func);
 	barr->task = static_cast<pid_t>(syscall(SYS_gettid));
@@ -288,7 +291,7 @@ static bool do_flush_work(work_struct *work, bool from_cancel)
 		return false;
 	wq_barrier barr;
 	{
-		std::lock_guard lk(pool->lock);
+		lock_guard lk(pool->lock);
 		unsigned long data = work_data(work);
 		pool_workqueue *pwq;
 		worker *w = nullptr;
@@ -443,7 +446,7 @@ unsigned int work_busy(work_struct *work)
 		ret |= WORK_BUSY_PENDING;
 	worker_pool *pool = get_work_pool(work);
 	if (pool) {
-		std::lock_guard lk(pool->lock);
+		lock_guard lk(pool->lock);
 		if (find_worker_executing_work(pool, work))
 			ret |= WORK_BUSY_RUNNING;
 	}

@@ -21,7 +21,7 @@ namespace cmwq::detail {
 
 static bool create_worker(worker_pool *pool);
 
-static bool manage_workers(worker *w, std::unique_lock<pool_mutex> &lk)
+static bool manage_workers(worker *w) REQUIRES(w->pool->lock)
 {
 	worker_pool *pool = w->pool;
 	if (pool->flags & POOL_MANAGER_ACTIVE)
@@ -36,10 +36,10 @@ static bool manage_workers(worker *w, std::unique_lock<pool_mutex> &lk)
 	// rescuer) and it must look again, whether or not a worker was created.
 	bool dropped = false;
 	while (need_to_create_worker(pool->counts())) {
-		lk.unlock();
+		w->pool->lock.unlock();
 		dropped = true;
 		bool ok = create_worker(pool);
-		lk.lock();
+		w->pool->lock.lock();
 		if (!ok) {
 			pool->create_fail_until_ns = now_ns() + CREATE_COOLDOWN_NS;
 			mayday_arm(pool);
@@ -76,7 +76,7 @@ static void worker_repatriate(worker *w)
 
 // Hog counts per function (the kernel's wci table, WCI_MAX_ENTS entries).
 struct hog_table {
-	std::mutex lock;
+	mutex lock;
 	std::map<work_func_t, uint64_t> counts; // lock
 };
 
@@ -94,7 +94,7 @@ void hog_report(work_func_t fn)
 	unsigned thresh = params().cpu_intensive_warning_thresh.load();
 	uint64_t cnt;
 	{
-		std::lock_guard lk(m.lock);
+		lock_guard lk(m.lock);
 		auto it = m.counts.find(fn);
 		if (it == m.counts.end()) {
 			if (m.counts.size() >= 128)
@@ -120,8 +120,7 @@ void hog_account(worker *w, pool_workqueue *pwq, uint64_t cpu_ns, bool flagged)
 	hog_report(w->current_func);
 }
 
-static void process_one_work(worker *w, work_struct *work, deferred &d,
-			     std::unique_lock<pool_mutex> &lk)
+static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES(w->pool->lock)
 {
 	worker_pool *pool = w->pool;
 	unsigned long data = work_data(work);
@@ -156,7 +155,7 @@ static void process_one_work(worker *w, work_struct *work, deferred &d,
 	// Written by this worker only (the monitor reads it): no locked add.
 	w->progress.store(w->progress.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 	work_func_t fn = w->current_func;
-	lk.unlock();
+	w->pool->lock.unlock();
 	d.run();
 	d = deferred{};
 
@@ -193,7 +192,7 @@ static void process_one_work(worker *w, work_struct *work, deferred &d,
 		w->cpu_charged += wall;
 	}
 
-	lk.lock();
+	w->pool->lock.lock();
 	PWQ_STAT_ADD_LOCKED(pwq, PWQ_STAT_CPU_TIME, cpu / 1000);
 	PWQ_STAT_ADD_LOCKED(pwq, PWQ_STAT_COMPLETED, 1);
 	if (w->sleeping && w->hint_depth == 0)
@@ -211,7 +210,7 @@ static void process_one_work(worker *w, work_struct *work, deferred &d,
 	pwq_dec_nr_in_flight(pwq, data, d);
 }
 
-void process_scheduled_works(worker *w, deferred &d, std::unique_lock<pool_mutex> &lk)
+void process_scheduled_works(worker *w, deferred &d)
 {
 	bool first = true;
 	while (!list_empty(&w->scheduled)) {
@@ -220,7 +219,7 @@ void process_scheduled_works(worker *w, deferred &d, std::unique_lock<pool_mutex
 			w->pool->last_progress_ns = w->clock_ns;
 			first = false;
 		}
-		process_one_work(w, work, d, lk);
+		process_one_work(w, work, d);
 	}
 }
 
@@ -249,7 +248,7 @@ static void worker_thread(worker *w)
 	apply_nice(pool->nice);
 
 	deferred d;
-	std::unique_lock lk(pool->lock);
+	w->pool->lock.lock();
 	for (;;) {
 		if (w->flags & WORKER_DIE)
 			break;
@@ -257,20 +256,20 @@ static void worker_thread(worker *w)
 	recheck:
 		if (!need_more_worker(pool->counts()))
 			goto sleep;
-		if (!may_start_working(pool->counts()) && manage_workers(w, lk))
+		if (!may_start_working(pool->counts()) && manage_workers(w))
 			goto recheck;
 		worker_clr_flags(w, WORKER_PREP);
 		do {
 			work_struct *work = entry_work(pool->worklist.next);
 			if (assign_work(work, w))
-				process_scheduled_works(w, d, lk);
+				process_scheduled_works(w, d);
 		} while (keep_working(pool->counts()));
 		worker_set_flags(w, WORKER_PREP);
 	sleep:
 		worker_enter_idle(w);
 		w->last_cpu = sched_getcpu();
 		w->wake.store(0, std::memory_order_relaxed);
-		lk.unlock();
+		w->pool->lock.unlock();
 		d.run();
 		d = deferred{};
 		{
@@ -283,12 +282,12 @@ static void worker_thread(worker *w)
 			worker_wait_word(w);
 		}
 		w->clock_ns = now_ns();
-		lk.lock();
+		w->pool->lock.lock();
 	}
 	// Dying: the culler already took us off the idle list and the counts.
 	auto &ws = pool->workers;
 	ws.erase(std::find(ws.begin(), ws.end(), w));
-	lk.unlock();
+	w->pool->lock.unlock();
 	int n = 0;
 	while (w->pins.load(std::memory_order_acquire))
 		spin_pause(n);
@@ -306,9 +305,9 @@ static bool create_worker(worker_pool *pool)
 	INIT_LIST_HEAD(&w->entry);
 	INIT_LIST_HEAD(&w->scheduled);
 	w->pool = pool;
-	w->flags = WORKER_PREP | ((pool->cpu < 0 || (pool->flags & POOL_BH)) ? unsigned(WORKER_UNBOUND) : 0u);
 	{
-		std::lock_guard lk(pool->lock);
+		lock_guard lk(pool->lock);
+		w->flags = WORKER_PREP | ((pool->cpu < 0 || (pool->flags & POOL_BH)) ? unsigned(WORKER_UNBOUND) : 0u);
 		w->id = pool->next_worker_id++;
 		pool->workers.push_back(w);
 		pool->nr_workers++;
@@ -318,7 +317,7 @@ static bool create_worker(worker_pool *pool)
 	try {
 		std::thread(worker_thread, w).detach();
 	} catch (const std::system_error &e) {
-		std::lock_guard lk(pool->lock);
+		lock_guard lk(pool->lock);
 		worker_leave_idle(w);
 		pool->nr_workers--;
 		auto &ws = pool->workers;
@@ -371,7 +370,7 @@ void deferred::run()
 	if (create) {
 		worker_pool *pool = create;
 		{
-			std::lock_guard lk(pool->lock);
+			lock_guard lk(pool->lock);
 			if (pool->creating || !need_to_create_worker(pool->counts()) ||
 			    now_ns() < pool->create_fail_until_ns ||
 			    (pool->max_workers && pool->nr_workers >= pool->max_workers))
@@ -381,7 +380,7 @@ void deferred::run()
 		bool ok = create_worker(pool);
 		deferred d;
 		{
-			std::lock_guard lk(pool->lock);
+			lock_guard lk(pool->lock);
 			pool->creating = false;
 			if (!ok) {
 				pool->create_fail_until_ns = now_ns() + CREATE_COOLDOWN_NS;
@@ -405,7 +404,7 @@ void worker_sleeping(worker *w)
 {
 	deferred d;
 	{
-		std::lock_guard lk(w->pool->lock);
+		lock_guard lk(w->pool->lock);
 		if (w->sleeping || (w->flags & WORKER_NOT_RUNNING) || !w->current_work)
 			return;
 		w->sleeping = true;
@@ -419,7 +418,7 @@ void worker_sleeping(worker *w)
 
 void worker_running(worker *w)
 {
-	std::lock_guard lk(w->pool->lock);
+	lock_guard lk(w->pool->lock);
 	if (!w->sleeping)
 		return;
 	worker_set_running(w);

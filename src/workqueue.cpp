@@ -116,7 +116,10 @@ void ensure_started()
 		gl.nr_nodes = gl.topo.nr_nodes;
 		gl.unbound_cpus = gl.usable;
 		gl.requested_unbound = gl.usable;
-		init_percpu_pools(gl);
+		{
+			lock_guard gk(gl.pool_mutex);
+			init_percpu_pools(gl);
+		}
 		__atomic_store_n(&started, true, __ATOMIC_RELEASE);
 		create_system_workqueues();
 		monitor_start();
@@ -167,6 +170,7 @@ struct pwq_plan {
 
 // Build the pwqs for attrs (G held). Nothing is installed yet.
 static int plan_unbound_pwqs(workqueue_struct *wq, const workqueue_attrs &attrs, pwq_plan &plan)
+	REQUIRES(g().pool_mutex)
 {
 	auto &gl = g();
 	std::vector<int> eff = intersect(mask_to_vec(attrs.cpumask), gl.unbound_cpus);
@@ -205,21 +209,25 @@ static std::vector<pool_workqueue *> commit_unbound_pwqs(workqueue_struct *wq, p
 	std::vector<pool_workqueue *> old;
 	bool ordered = wq->flags & __WQ_ORDERED;
 	pool_workqueue *old_dfl = wq->dfl_pwq;
-	if (ordered && old_dfl)
-		plan.dfl->plugged = true;
-	// Each installed slot holds one base reference.
-	int extra_refs = 0;
+	{
+		// Each installed slot holds one base reference. The default pwq's
+		// are taken before any slot publishes it: a queuer that finds it
+		// there takes its references under the same lock.
+		lock_guard lk(plan.dfl->pool->lock);
+		if (ordered && old_dfl)
+			plan.dfl->plugged = true;
+		for (int cpu : g().usable)
+			if (plan.slot[static_cast<size_t>(cpu)] == plan.dfl)
+				plan.dfl->refcnt++;
+	}
 	for (int cpu : g().usable) {
 		pool_workqueue *n = plan.slot[static_cast<size_t>(cpu)];
 		pool_workqueue *o = wq->cpu_pwq[static_cast<size_t>(cpu)].exchange(n, std::memory_order_acq_rel);
 		if (n != plan.dfl)
 			list_add_tail(&n->pwqs_node, &wq->pwqs);
-		else
-			extra_refs++;
 		if (o && o != old_dfl)
 			old.push_back(o);
 	}
-	plan.dfl->refcnt += extra_refs;
 	list_add_tail(&plan.dfl->pwqs_node, &wq->pwqs);
 	wq->dfl_pwq = plan.dfl;
 	if (old_dfl) {
@@ -257,10 +265,10 @@ static void wq_update_node_max_active(workqueue_struct *wq, const std::vector<in
 				cnt++;
 		int share = total ? (max * cnt + total - 1) / total : min;
 		share = std::clamp(share, min, std::max(min, max));
-		std::lock_guard nl(wq->node_nr_active[static_cast<size_t>(n)]->lock);
+		lock_guard nl(wq->node_nr_active[static_cast<size_t>(n)]->lock);
 		wq->node_nr_active[static_cast<size_t>(n)]->max = share;
 	}
-	std::lock_guard nl(wq->node_nr_active[static_cast<size_t>(nr_nodes)]->lock);
+	lock_guard nl(wq->node_nr_active[static_cast<size_t>(nr_nodes)]->lock);
 	wq->node_nr_active[static_cast<size_t>(nr_nodes)]->max = max;
 }
 
@@ -278,7 +286,7 @@ static void wq_adjust_max_active(workqueue_struct *wq)
 			auto *pwq = container_of(e, pool_workqueue, pwqs_node);
 			deferred d;
 			{
-				std::lock_guard lk(pwq->pool->lock);
+				lock_guard lk(pwq->pool->lock);
 				if (pwq_activate_first_inactive(pwq, true)) {
 					kick_pool(pwq->pool, d);
 					activated = true;
@@ -304,10 +312,10 @@ static int clamp_max_active(int max_active, const std::string &name)
 // wq->mutex and each pool's lock, so it runs without flush_mutex.
 static bool color_drained(workqueue_struct *wq, int c)
 {
-	std::lock_guard wk(wq->mutex);
+	lock_guard wk(wq->mutex);
 	for (list_head *e = wq->pwqs.next; e != &wq->pwqs; e = e->next) {
 		pool_workqueue *pwq = container_of(e, pool_workqueue, pwqs_node);
-		std::lock_guard lk(pwq->pool->lock);
+		lock_guard lk(pwq->pool->lock);
 		if (pwq->nr_in_flight_color[c])
 			return false;
 	}
@@ -317,7 +325,7 @@ static bool color_drained(workqueue_struct *wq, int c)
 void flush_workqueue_wait(workqueue_struct *wq)
 {
 	auto dist = [](int from, int to) { return (to - from + WORK_NR_COLORS) % WORK_NR_COLORS; };
-	std::unique_lock lk(wq->flush_mutex);
+	unique_lock lk(wq->flush_mutex);
 	// Colors exhausted: wait for the oldest to drain (the kernel's overflow queue).
 	while ((wq->work_color.load() + 1) % WORK_NR_COLORS == wq->flush_color)
 		wq->flush_cv.wait(lk);
@@ -368,7 +376,7 @@ void flush_workqueue_wait(workqueue_struct *wq)
 
 bool pwq_busy(pool_workqueue *pwq)
 {
-	std::lock_guard lk(pwq->pool->lock);
+	lock_guard lk(pwq->pool->lock);
 	return pwq->nr_active || !list_empty(&pwq->inactive_works);
 }
 
@@ -378,11 +386,11 @@ bool pwq_busy(pool_workqueue *pwq)
 static void set_freezing(bool freezing)
 {
 	auto &gl = g();
-	std::lock_guard gk(gl.pool_mutex);
+	lock_guard gk(gl.pool_mutex);
 	gl.freezing = freezing;
 	for (auto *wq : gl.workqueues)
 		if (wq->flags & WQ_FREEZABLE) {
-			std::lock_guard wk(wq->mutex);
+			lock_guard wk(wq->mutex);
 			wq_adjust_max_active(wq);
 		}
 }
@@ -392,11 +400,11 @@ static void repod_all(bool only_default)
 	auto &gl = g();
 	std::vector<pool_workqueue *> release;
 	{
-		std::lock_guard gk(gl.pool_mutex);
+		lock_guard gk(gl.pool_mutex);
 		for (auto *wq : gl.workqueues) {
 			if (!(wq->flags & WQ_UNBOUND) || (wq->flags & __WQ_ORDERED))
 				continue;
-			std::lock_guard wk(wq->mutex);
+			lock_guard wk(wq->mutex);
 			if (only_default && wq->unbound_attrs.affn_scope != WQ_AFFN_DFL)
 				continue;
 			pwq_plan plan;
@@ -417,7 +425,7 @@ int set_default_scope(affinity_scope s)
 	if (s == affinity_scope::dfl)
 		return -EINVAL;
 	{
-		std::lock_guard gk(g().pool_mutex);
+		lock_guard gk(g().pool_mutex);
 		g().default_scope = s;
 	}
 	repod_all(true);
@@ -428,7 +436,7 @@ int set_cache_shard_size(unsigned size)
 {
 	auto &gl = g();
 	{
-		std::lock_guard gk(gl.pool_mutex);
+		lock_guard gk(gl.pool_mutex);
 		topology t = read_topology(size);
 		if (t.usable != gl.usable)
 			return -EBUSY;
@@ -442,7 +450,7 @@ int set_unbound_cpumask(const std::vector<int> &requested)
 {
 	auto &gl = g();
 	{
-		std::lock_guard gk(gl.pool_mutex);
+		lock_guard gk(gl.pool_mutex);
 		std::vector<int> req = requested;
 		std::sort(req.begin(), req.end());
 		std::vector<int> eff = intersect(req, gl.usable);
@@ -550,7 +558,7 @@ struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags, in
 	std::vector<pool_workqueue *> release;
 	bool failed = false;
 	{
-		std::lock_guard gk(gl.pool_mutex);
+		lock_guard gk(gl.pool_mutex);
 		if ((flags & WQ_SYSFS))
 			for (auto *o : gl.workqueues)
 				if (o->sysfs && o->name == wq->name) {
@@ -558,7 +566,7 @@ struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags, in
 					delete wq;
 					return nullptr;
 				}
-		std::lock_guard wk(wq->mutex);
+		lock_guard wk(wq->mutex);
 		if (flags & WQ_UNBOUND) {
 			for (int n = 0; n <= gl.nr_nodes; n++)
 				wq->node_nr_active.push_back(new wq_node_nr_active);
@@ -605,21 +613,21 @@ void destroy_workqueue(struct workqueue_struct *wq)
 {
 	auto &gl = g();
 	{
-		std::lock_guard gk(gl.pool_mutex);
+		lock_guard gk(gl.pool_mutex);
 		wq->sysfs = false;
 	}
 	{
-		std::lock_guard wk(wq->mutex);
+		lock_guard wk(wq->mutex);
 		wq->aflags.fetch_or(__WQ_DESTROYING);
 	}
 	drain_workqueue(wq);
 	rescuer_stop(wq);
 	bool busy = false;
 	{
-		std::lock_guard wk(wq->mutex);
+		lock_guard wk(wq->mutex);
 		for (list_head *e = wq->pwqs.next; e != &wq->pwqs; e = e->next) {
 			auto *pwq = container_of(e, pool_workqueue, pwqs_node);
-			std::lock_guard lk(pwq->pool->lock);
+			lock_guard lk(pwq->pool->lock);
 			if (pwq->nr_in_flight || pwq->nr_active || !list_empty(&pwq->inactive_works))
 				busy = true;
 		}
@@ -630,7 +638,7 @@ void destroy_workqueue(struct workqueue_struct *wq)
 		return;
 	}
 	{
-		std::lock_guard gk(gl.pool_mutex);
+		lock_guard gk(gl.pool_mutex);
 		auto &v = gl.workqueues;
 		v.erase(std::find(v.begin(), v.end(), wq));
 	}
@@ -639,7 +647,7 @@ void destroy_workqueue(struct workqueue_struct *wq)
 		sched_yield();
 	std::vector<pool_workqueue *> all;
 	{
-		std::lock_guard wk(wq->mutex);
+		lock_guard wk(wq->mutex);
 		for (list_head *e = wq->pwqs.next; e != &wq->pwqs; e = e->next)
 			all.push_back(container_of(e, pool_workqueue, pwqs_node));
 		INIT_LIST_HEAD(&wq->pwqs);
@@ -647,7 +655,7 @@ void destroy_workqueue(struct workqueue_struct *wq)
 	for (auto *pwq : all) {
 		// Take the pool lock once so no worker is still inside a section
 		// that touches this pwq.
-		{ std::lock_guard lk(pwq->pool->lock); }
+		{ lock_guard lk(pwq->pool->lock); }
 		if (wq->flags & WQ_UNBOUND)
 			put_unbound_pool(pwq->pool);
 		delete pwq;
@@ -656,7 +664,7 @@ void destroy_workqueue(struct workqueue_struct *wq)
 		delete pwq;
 	for (auto *nna : wq->node_nr_active)
 		delete nna;
-	{ std::lock_guard fk(wq->flush_mutex); }
+	{ lock_guard fk(wq->flush_mutex); }
 	delete wq;
 }
 
@@ -668,8 +676,8 @@ void workqueue_set_max_active(struct workqueue_struct *wq, int max_active)
 		return;
 	}
 	max_active = clamp_max_active(max_active, wq->name);
-	std::lock_guard gk(g().pool_mutex);
-	std::lock_guard wk(wq->mutex);
+	lock_guard gk(g().pool_mutex);
+	lock_guard wk(wq->mutex);
 	wq->saved_max_active = max_active;
 	if (wq->flags & WQ_UNBOUND)
 		wq->saved_min_active = std::min(wq->saved_min_active, max_active);
@@ -683,8 +691,8 @@ void workqueue_set_min_active(struct workqueue_struct *wq, int min_active)
 			wq->name.c_str());
 		return;
 	}
-	std::lock_guard gk(g().pool_mutex);
-	std::lock_guard wk(wq->mutex);
+	lock_guard gk(g().pool_mutex);
+	lock_guard wk(wq->mutex);
 	wq->saved_min_active = std::clamp(min_active, 0, wq->saved_max_active);
 	wq_adjust_max_active(wq);
 }
@@ -698,7 +706,7 @@ bool workqueue_congested(int cpu, struct workqueue_struct *wq)
 			cpu = g().usable.front();
 	}
 	pool_workqueue *pwq = wq->cpu_pwq[static_cast<size_t>(cpu)].load();
-	std::lock_guard lk(pwq->pool->lock);
+	lock_guard lk(pwq->pool->lock);
 	return !list_empty(&pwq->inactive_works);
 }
 
@@ -731,8 +739,8 @@ int apply_workqueue_attrs(struct workqueue_struct *wq, const struct workqueue_at
 	auto &gl = g();
 	std::vector<pool_workqueue *> release;
 	{
-		std::lock_guard gk(gl.pool_mutex);
-		std::lock_guard wk(wq->mutex);
+		lock_guard gk(gl.pool_mutex);
+		lock_guard wk(wq->mutex);
 		workqueue_attrs a = *attrs;
 		a.ordered = wq->flags & __WQ_ORDERED;
 		pwq_plan plan;
@@ -750,14 +758,14 @@ void freeze_workqueues_begin(void) { set_freezing(true); }
 bool freeze_workqueues_busy(void)
 {
 	auto &gl = g();
-	std::lock_guard gk(gl.pool_mutex);
+	lock_guard gk(gl.pool_mutex);
 	for (auto *wq : gl.workqueues) {
 		if (!(wq->flags & WQ_FREEZABLE))
 			continue;
-		std::lock_guard wk(wq->mutex);
+		lock_guard wk(wq->mutex);
 		for (list_head *e = wq->pwqs.next; e != &wq->pwqs; e = e->next) {
 			auto *pwq = container_of(e, pool_workqueue, pwqs_node);
-			std::lock_guard lk(pwq->pool->lock);
+			lock_guard lk(pwq->pool->lock);
 			if (pwq->nr_active)
 				return true;
 		}
@@ -776,7 +784,7 @@ extern "C" void __flush_workqueue(workqueue_struct *wq)
 extern "C" void drain_workqueue(workqueue_struct *wq)
 {
 	{
-		std::lock_guard lk(wq->mutex);
+		lock_guard lk(wq->mutex);
 		if (wq->nr_drainers++ == 0)
 			wq->aflags.fetch_or(__WQ_DRAINING);
 	}
@@ -784,7 +792,7 @@ extern "C" void drain_workqueue(workqueue_struct *wq)
 		flush_workqueue_wait(wq);
 		bool busy = false;
 		{
-			std::lock_guard lk(wq->mutex);
+			lock_guard lk(wq->mutex);
 			for (list_head *e = wq->pwqs.next; e != &wq->pwqs; e = e->next)
 				if (pwq_busy(container_of(e, pool_workqueue, pwqs_node)))
 					busy = true;
@@ -795,7 +803,7 @@ extern "C" void drain_workqueue(workqueue_struct *wq)
 			fprintf(stderr, "workqueue %s: drain_workqueue() isn't complete after %u tries\n",
 				wq->name.c_str(), tries);
 	}
-	std::lock_guard lk(wq->mutex);
+	lock_guard lk(wq->mutex);
 	if (--wq->nr_drainers == 0)
 		wq->aflags.fetch_and(~static_cast<unsigned>(__WQ_DRAINING));
 }
@@ -806,7 +814,7 @@ namespace cmwq {
 topology current_topology()
 {
 	detail::ensure_started();
-	std::lock_guard gk(detail::g().pool_mutex);
+	lock_guard gk(detail::g().pool_mutex);
 	return detail::g().topo;
 }
 } // namespace cmwq
