@@ -1,11 +1,15 @@
 // internal.h - the engine's data model: worker_pool, pool_workqueue, worker,
 // workqueue_struct, with the kernel's names and a locking tag on every field.
 //
-// Locking legend (docs/locking.md has the order):
-//   G: g.pool_mutex (wq_pool_mutex)   W: wq->mutex   L: pool->lock
+// Locking legend (docs/locking.md has the order and the orderings):
+//   G: g().pool_mutex (wq_pool_mutex)  W: wq->mutex    L: pool->lock
 //   N: nna->lock (nests inside L)      F: wq->flush_mutex
-//   I: immutable after init            K: owning worker thread only
-//   A: atomic                          T: timer lock
+//   Y: wq->mayday_lock                 T: timer lock
+//   I: immutable once published (a thread's own tid/thread: before its first L)
+//   K: owning worker thread only       M: monitor thread only
+//   A: atomic (the ordering of each is argued in docs/locking.md)
+// Fields tagged L of worker_pool and pool_workqueue are also GUARDED_BY,
+// which clang checks (CMWQ_THREAD_SAFETY).
 // Pools, and pwqs retired by an attribute change, are never freed while the
 // process runs: lock-free readers of a work item's state word may still hold
 // their address (the kernel protects them with RCU).
@@ -251,26 +255,26 @@ struct worker {
 	int nr_short = 0;                // K: short items since the last read
 	uint64_t clock_ns = 0;           // K: its last CLOCK_MONOTONIC read (end of the
 	                                 //    previous item, or its wake): one read per item
-	bool sleeping = false;           // K: blocking hint given
-	int hint_depth = 0;              // K: nesting of cmwq_blocking_begin
+	bool sleeping = false;           // L: counted out of nr_running (hint or monitor)
+	int hint_depth = 0;              // K: nesting of cmwq_blocking_begin (the monitor
+	                                 //    reads it under L; a stale read only delays a restore)
 	list_head scheduled;             // L
 	unsigned flags = 0;              // L
 	worker_pool *pool = nullptr;     // I
 	int id = 0;                      // I
-	pid_t tid = 0;                   // I once started
+	pid_t tid = 0;                   // I: set by the thread before its first L
 	uint64_t last_active_ns = 0;     // L
 	bool kicked = false;             // L: a wakeup is on its way
 	bool rescuer = false;            // I
-	int last_cpu = -1;               // A-ish: CPU seen when it went idle
-	std::atomic<int> wake{0};        // 0 idle, 1 woken, 2 sleeping in futex
-	std::atomic<int> pins{0};        // wakers between pick and wake
+	int last_cpu = -1;               // L: CPU seen when it went idle
+	std::atomic<int> wake{0};        // A: 0 idle, 1 woken, 2 asleep in the futex
+	std::atomic<int> pins{0};        // A: wakers between pick and wake
 	char desc[32] = {};              // K
-	std::atomic<uint64_t> cpu_time_ns{0}; // sampled by the monitor
 	std::atomic<uint64_t> progress{0};    // A: bumped on every item start
 	bool detected = false;           // L: the monitor found it blocked
 	uint64_t mon_prog = 0;           // M: monitor thread only
-	uint64_t mon_since = 0;          // M
-	pthread_t thread{};              // I once started
+	uint64_t mon_since = 0;          // M: when it saw that count
+	pthread_t thread{};              // I: set by the thread before its first L
 	workqueue_struct *rescue_wq = nullptr; // I: rescuers only
 };
 
@@ -306,7 +310,6 @@ struct worker_pool {
 	timer_list idle_timer{};         // T
 	timer_list mayday_timer{};       // T
 	std::atomic<bool> watch{false};  // A: the monitor samples this pool
-	bool dying = false;              // G
 	pool_counts counts() const REQUIRES(lock)
 	{
 		return {list_empty(&worklist), nr_running, nr_idle, nr_workers,
@@ -335,7 +338,7 @@ struct alignas(256) pool_workqueue {
 	list_head pwqs_node;             // W
 	int slot_node = 0;               // I: index into wq->node_nr_active
 	std::atomic<uint64_t> stats[PWQ_NR_STATS] = {}; // A: relaxed counters
-	bool on_mayday = false;          // G-ish: wq->mayday lock
+	bool on_mayday = false;          // Y
 };
 
 } // namespace cmwq::detail
@@ -368,10 +371,10 @@ struct workqueue_struct {
 	uint64_t flush_moves = 0;        // F: times flush_color moved
 	// Rescuer (WQ_MEM_RECLAIM)
 	cmwq::detail::worker *rescuer = nullptr; // I
-	cmwq::detail::mutex mayday_lock;
-	std::vector<cmwq::detail::pool_workqueue *> maydays; // mayday_lock
+	cmwq::detail::mutex mayday_lock; // Y
+	std::vector<cmwq::detail::pool_workqueue *> maydays; // Y
 	std::atomic<int> busy_refs{0};   // A: deferred actions still to touch it
-	bool sysfs = false;              // I
+	bool sysfs = false;              // G
 };
 
 namespace cmwq::detail {
@@ -381,11 +384,11 @@ namespace cmwq::detail {
 struct globals {
 	mutex pool_mutex;                      // G
 	topology topo;                              // G (copied to readers)
-	std::vector<int> usable;                    // G: topo.usable
-	std::vector<int> cpu_index;                 // G: CPU number -> index in usable, -1
+	std::vector<int> usable;                    // I: topo.usable (never changes after start)
+	std::vector<int> cpu_index;                 // I: CPU number -> index in usable, -1
 	std::vector<worker_pool *> cpu_pools[2];    // I: by CPU number, normal/highpri
 	std::vector<worker_pool *> bh_pools[2];     // I
-	std::vector<worker_pool *> pools;           // G: by id
+	std::vector<worker_pool *> pools;           // G: by id; reserved at start, so get_pool_by_id reads it without G
 	std::vector<workqueue_struct *> workqueues; // G
 	affinity_scope default_scope = affinity_scope::cache_shard; // G
 	bool freezing = false;                      // G
