@@ -54,6 +54,12 @@ void spin_pause(int &n);
 void pin_self(const std::vector<int> &cpus);
 // Context: the calling thread. Applies nice, or the lowest allowed, with one message.
 void apply_nice(int nice);
+// Context: no lock. Starts a detached library thread running fn(arg) with
+// every asynchronous signal blocked; 0 or the errno (never throws).
+// cmwq.fail_thread_creation injects failures for tests.
+int spawn_thread(void *(*fn)(void *), void *arg);
+// Context: any. The one-line message for a thread that could not start.
+void thread_start_failed(const char *what, int err, const char *then);
 // Context: any. The function's symbol name, or its address.
 std::string func_name(work_func_t f);
 // Context: any (takes an internal lock). Prints msg once per key.
@@ -65,6 +71,8 @@ void warn_once_msg(const std::string &key, const std::string &msg);
 void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *));
 // Context: as timer_add. Arms t unless it is armed already; whether it armed it.
 bool timer_add_if_idle(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *));
+// Context: no lock. Starts the timer thread if an earlier start failed.
+void timer_retry_start();
 // Context: as timer_add. true if t was armed and is now removed.
 bool timer_delete(timer_list *t);
 
@@ -178,7 +186,8 @@ void check_flush_dependency(workqueue_struct *target, work_struct *target_work);
 // Context: the pool's mayday timer (timer thread, no lock).
 void pool_mayday_timeout(timer_list *t);
 // Context: W not held; creation and destruction of wq.
-void rescuer_start(workqueue_struct *wq);
+// false (with a message) if its thread cannot start.
+bool rescuer_start(workqueue_struct *wq);
 void rescuer_stop(workqueue_struct *wq);
 
 // ---- dump.cpp ---------------------------------------------------------------

@@ -432,6 +432,7 @@ struct params_t {
 	std::atomic<bool> debug_force_rr_cpu{false};
 	std::atomic<bool> wake_under_lock{false};
 	std::atomic<long> fail_worker_creation{0};
+	std::atomic<long> fail_thread_creation{0}; // timer, monitor, rescuer threads
 	std::atomic<unsigned> idle_spin_ns{0};
 	std::atomic<unsigned> blocked_sample_us{200};
 	std::atomic<unsigned> blocked_window_us{500};

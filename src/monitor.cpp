@@ -27,6 +27,7 @@ namespace {
 struct monitor_state {
 	mutex lock;
 	bool started = false;                   // lock
+	uint64_t retry_ns = 0;                  // lock: no start attempt before this
 	std::atomic<uint64_t> global_touch{0};  // A: wq_watchdog_touch
 };
 
@@ -187,7 +188,7 @@ void watchdog_check(uint64_t now)
 		dump_all(stderr);
 }
 
-void monitor_thread()
+void *monitor_thread(void *)
 {
 	pthread_setname_np(pthread_self(), "cmwq/monitor");
 	auto &m = g().monitor;
@@ -227,6 +228,7 @@ void monitor_thread()
 				m.armed = true;
 			}
 		}
+		timer_retry_start();
 		if (now >= next_watchdog) {
 			watchdog_check(now);
 			unsigned long t = params().watchdog_thresh.load();
@@ -241,10 +243,16 @@ void monitor_start()
 {
 	auto &m = ms();
 	lock_guard lk(m.lock);
-	if (m.started)
+	if (m.started || now_ns() < m.retry_ns)
 		return;
+	if (int err = spawn_thread(monitor_thread, nullptr)) {
+		// Degraded: blocking without a hint and hogs go unseen, and the
+		// watchdog is off, until a later alloc_workqueue starts it.
+		m.retry_ns = now_ns() + CREATE_COOLDOWN_NS;
+		thread_start_failed("monitor", err, "un-annotated blocking and the watchdog are off; retried on the next alloc_workqueue");
+		return;
+	}
 	m.started = true;
-	std::thread(monitor_thread).detach();
 }
 
 void watchdog_touch(int cpu)

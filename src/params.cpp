@@ -85,6 +85,22 @@ param bool_param(const char *name, std::atomic<bool> &v, bool rw = true)
 		}};
 }
 
+// A fault-injection switch: -1 fails every attempt, N > 0 the next N.
+param fail_param(const char *name, std::atomic<long> &v)
+{
+	return {name, "-1 (fail all), 0 (off) or N > 0 (fail the next N)", true,
+		[&v] { return std::to_string(v.load()); },
+		[&v](const std::string &s) {
+			char *end;
+			errno = 0;
+			long x = strtol(s.c_str(), &end, 0);
+			if (s.empty() || errno || *end || x < -1)
+				return -EINVAL;
+			v.store(x);
+			return 0;
+		}};
+}
+
 std::vector<param> &table()
 {
 	static std::vector<param> *t = [] {
@@ -130,17 +146,8 @@ std::vector<param> &table()
 					p.watchdog_thresh, 3600ul));
 		v->push_back(bool_param("workqueue.debug_force_rr_cpu", p.debug_force_rr_cpu));
 		v->push_back(bool_param("cmwq.wake_under_lock", p.wake_under_lock));
-		v->push_back({"cmwq.fail_worker_creation", "-1 (fail all), 0 (off) or N > 0 (fail the next N)", true,
-			      [&p] { return std::to_string(p.fail_worker_creation.load()); },
-			      [&p](const std::string &s) {
-				      char *end;
-				      errno = 0;
-				      long x = strtol(s.c_str(), &end, 0);
-				      if (s.empty() || errno || *end || x < -1)
-					      return -EINVAL;
-				      p.fail_worker_creation.store(x);
-				      return 0;
-			      }});
+		v->push_back(fail_param("cmwq.fail_worker_creation", p.fail_worker_creation));
+		v->push_back(fail_param("cmwq.fail_thread_creation", p.fail_thread_creation));
 		v->push_back(uint_param("cmwq.idle_spin_ns", "an integer of nanoseconds (0: sleep at once)",
 					p.idle_spin_ns, 1000000ul));
 		v->push_back(uint_param("cmwq.blocked_sample_us", "an integer of microseconds >= 50 (0 disables)",

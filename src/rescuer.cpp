@@ -88,8 +88,9 @@ int rescue_pwq(worker *r, pool_workqueue *pwq, int batch)
 	return n;
 }
 
-void rescuer_thread(worker *r)
+void *rescuer_thread(void *arg)
 {
+	auto *r = static_cast<worker *>(arg);
 	workqueue_struct *wq = r->rescue_wq;
 	tl_worker = r;
 	r->thread = pthread_self(); // published by the tid store below
@@ -131,11 +132,12 @@ void rescuer_thread(worker *r)
 			pwq->on_mayday = false;
 	}
 	r->pins.fetch_sub(1);
+	return nullptr;
 }
 
 } // namespace
 
-void rescuer_start(workqueue_struct *wq)
+bool rescuer_start(workqueue_struct *wq)
 {
 	auto *r = new worker;
 	INIT_LIST_HEAD(&r->entry);
@@ -145,7 +147,15 @@ void rescuer_start(workqueue_struct *wq)
 	r->flags = WORKER_PREP | WORKER_UNBOUND;
 	r->pins.store(1); // dropped when the thread exits
 	wq->rescuer = r;
-	std::thread(rescuer_thread, r).detach();
+	if (int err = spawn_thread(rescuer_thread, r)) {
+		// As in the kernel, a WQ_MEM_RECLAIM workqueue without its rescuer
+		// is not created: its forward-progress guarantee would be missing.
+		wq->rescuer = nullptr;
+		delete r;
+		thread_start_failed("rescuer", err, ("workqueue " + wq->name + " (WQ_MEM_RECLAIM) is not created").c_str());
+		return false;
+	}
+	return true;
 }
 
 void rescuer_stop(workqueue_struct *wq)

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -17,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <set>
 
 namespace cmwq::detail {
@@ -58,6 +60,36 @@ std::string func_name(work_func_t f)
 		return info.dli_sname;
 	snprintf(buf, sizeof(buf), "%p", reinterpret_cast<void *>(f));
 	return buf;
+}
+
+int spawn_thread(void *(*fn)(void *), void *arg)
+{
+	long f = params().fail_thread_creation.load();
+	if (f == -1 || (f > 0 && params().fail_thread_creation.compare_exchange_strong(f, f - 1)))
+		return EAGAIN; // injected by cmwq.fail_thread_creation
+	// Asynchronous signals stay with the program's own threads: a library
+	// thread blocks them from its first instruction (the mask is inherited).
+	// Signals raised by a fault in the thread itself stay deliverable.
+	sigset_t all, old;
+	sigfillset(&all);
+	for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT})
+		sigdelset(&all, s);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	int rc = pthread_create(&t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, nullptr);
+	return rc;
+}
+
+void thread_start_failed(const char *what, int err, const char *then)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "spawn-%s-%d", what, err);
+	warn_once_msg(key, std::string("cmwq: cannot start the ") + what + " thread: " + strerror(err) + "; " + then);
 }
 
 void warn_once_msg(const std::string &key, const std::string &msg)

@@ -17,7 +17,8 @@ struct timer_base {
 	mutex lock;
 	std::condition_variable_any cv;
 	std::vector<timer_list *> heap; // T
-	bool started = false;
+	bool started = false;   // lock
+	uint64_t retry_ns = 0;  // lock: no start attempt before this
 };
 
 timer_base &tb()
@@ -71,7 +72,7 @@ void heap_remove(std::vector<timer_list *> &h, int i)
 	}
 }
 
-void timer_thread()
+void *timer_thread(void *)
 {
 	pthread_setname_np(pthread_self(), "cmwq/timer");
 	auto &b = tb();
@@ -102,9 +103,16 @@ void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *))
 {
 	auto &b = tb();
 	lock_guard lk(b.lock);
-	if (!b.started) {
-		b.started = true;
-		std::thread(timer_thread).detach();
+	if (!b.started && now_ns() >= b.retry_ns) {
+		// Started on first use. If the thread cannot start, the timer
+		// stays armed and queueing does not block or fail; the next arming
+		// after the cooldown (or the monitor's tick) tries again.
+		if (int err = spawn_thread(timer_thread, nullptr)) {
+			b.retry_ns = now_ns() + CREATE_COOLDOWN_NS;
+			thread_start_failed("timer", err, "timers stay armed and are retried after 1 s");
+		} else {
+			b.started = true;
+		}
 	}
 	t->function = fn;
 	t->expires_ns = expires_ns;
@@ -129,6 +137,21 @@ bool timer_add_if_idle(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list
 	}
 	timer_add(t, expires_ns, fn); // only its owner arms it; a race adds nothing twice
 	return true;
+}
+
+void timer_retry_start()
+{
+	auto &b = tb();
+	lock_guard lk(b.lock);
+	if (b.started || b.heap.empty() || now_ns() < b.retry_ns)
+		return;
+	if (int err = spawn_thread(timer_thread, nullptr)) {
+		b.retry_ns = now_ns() + CREATE_COOLDOWN_NS;
+		thread_start_failed("timer", err, "timers stay armed and are retried after 1 s");
+		return;
+	}
+	b.started = true;
+	b.cv.notify_one();
 }
 
 bool timer_delete(timer_list *t)

@@ -235,8 +235,9 @@ static void set_thread_name(worker *w)
 	pthread_setname_np(pthread_self(), name);
 }
 
-static void worker_thread(worker *w)
+static void *worker_thread(void *arg)
 {
+	auto *w = static_cast<worker *>(arg);
 	worker_pool *pool = w->pool;
 	tl_worker = w;
 	w->thread = pthread_self(); // published by the tid store below
@@ -292,6 +293,7 @@ static void worker_thread(worker *w)
 	while (w->pins.load(std::memory_order_acquire))
 		spin_pause(n);
 	delete w;
+	return nullptr;
 }
 
 static bool create_worker(worker_pool *pool)
@@ -314,22 +316,19 @@ static bool create_worker(worker_pool *pool)
 		worker_enter_idle(w);
 		w->wake.store(1);
 	}
-	try {
-		std::thread(worker_thread, w).detach();
-	} catch (const std::system_error &e) {
-		lock_guard lk(pool->lock);
-		worker_leave_idle(w);
-		pool->nr_workers--;
-		auto &ws = pool->workers;
-		ws.erase(std::find(ws.begin(), ws.end(), w));
-		pool->lock.unlock();
+	if (int err = spawn_thread(worker_thread, w)) {
+		{
+			lock_guard lk(pool->lock);
+			worker_leave_idle(w);
+			pool->nr_workers--;
+			auto &ws = pool->workers;
+			ws.erase(std::find(ws.begin(), ws.end(), w));
+		}
 		int n = 0;
 		while (w->pins.load(std::memory_order_acquire)) // a kicker picked it
 			spin_pause(n);
-		pool->lock.lock();
 		delete w;
-		warn_once_msg("create-fail-real", std::string("cmwq: Failed to create a worker thread: ") + e.what() +
-							  " (retrying after a 1 s cooldown)");
+		thread_start_failed("worker", err, "the work stays queued; retried after a 1 s cooldown");
 		return false;
 	}
 	return true;

@@ -604,8 +604,11 @@ struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags, in
 		return nullptr;
 	}
 	release_pwqs(release);
-	if (flags & WQ_MEM_RECLAIM)
-		rescuer_start(wq);
+	if ((flags & WQ_MEM_RECLAIM) && !rescuer_start(wq)) {
+		destroy_workqueue(wq); // nothing was queued on it yet
+		return nullptr;
+	}
+	monitor_start(); // retries a monitor thread that could not start
 	return wq;
 }
 

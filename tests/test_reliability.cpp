@@ -8,6 +8,10 @@
 
 #include "test_util.hpp"
 
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -135,4 +139,60 @@ TEST(watchdog, stuck_time_counts_from_when_the_item_could_first_run)
 		destroy_workqueue(wq);
 	free_workqueue_attrs(a1);
 	free_workqueue_attrs(a2);
+}
+
+namespace {
+std::atomic<int> handled_in_handler{0};
+void usr2_handler(int) { handled_in_handler++; }
+void sleep_a_bit(work_struct *) { std::this_thread::sleep_for(2ms); }
+} // namespace
+
+// Library threads block asynchronous signals, so a program that blocks a
+// signal and takes it with sigwait() in a thread of its own receives every
+// one, as if cmwq were not there. Without the block a process-directed
+// signal goes to a library thread (the only ones not blocking it) and runs
+// the handler there.
+TEST(signals, sigwait_thread_receives_every_signal_with_library_threads_running)
+{
+	// Library threads of every kind: workers on each CPU, the timer, the
+	// monitor (started with the library).
+	std::vector<work_struct> works(static_cast<size_t>(cmwq_num_online_cpus()) * 2);
+	for (size_t i = 0; i < works.size(); i++) {
+		INIT_WORK(&works[i], sleep_a_bit);
+		queue_work(system_dfl_wq, &works[i]);
+	}
+	static delayed_work dw;
+	INIT_DELAYED_WORK(&dw, nop_fn);
+	queue_delayed_work(system_percpu_wq, &dw, 1);
+	for (auto &w : works)
+		flush_work(&w);
+	flush_delayed_work(&dw);
+
+	struct sigaction sa = {};
+	sa.sa_handler = usr2_handler;
+	ASSERT_EQ(sigaction(SIGUSR2, &sa, nullptr), 0);
+	sigset_t set, old;
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR2);
+	ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &set, &old), 0);
+	std::atomic<int> waited{0};
+	std::atomic<bool> stop{false};
+	std::thread waiter([&] { // inherits the blocked mask
+		while (!stop.load()) {
+			timespec ts{0, 50 * 1000 * 1000};
+			if (sigtimedwait(&set, nullptr, &ts) == SIGUSR2)
+				waited++;
+		}
+	});
+	for (int i = 0; i < 50; i++) {
+		int before = waited.load() + handled_in_handler.load();
+		kill(getpid(), SIGUSR2);
+		// One at a time: a pending signal is not queued twice.
+		EXPECT_TRUE(wait_until([&] { return waited.load() + handled_in_handler.load() > before; }));
+	}
+	stop = true;
+	waiter.join();
+	pthread_sigmask(SIG_SETMASK, &old, nullptr);
+	EXPECT_EQ(waited.load(), 50);
+	EXPECT_EQ(handled_in_handler.load(), 0) << "signals were delivered to library threads";
 }
