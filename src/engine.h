@@ -60,6 +60,10 @@ void apply_nice(int nice);
 int spawn_thread(void *(*fn)(void *), void *arg);
 // Context: any. The one-line message for a thread that could not start.
 void thread_start_failed(const char *what, int err, const char *then);
+// Context: any. Reports (once per call and argument) a NULL argument of a
+// public call, which then returns its failure value; always true, for
+// `if (!p && null_arg("call", "p")) return ...;`.
+bool null_arg(const char *call, const char *arg);
 // Context: any. The function's symbol name, or its address.
 std::string func_name(work_func_t f);
 // Context: any (takes an internal lock). Prints msg once per key.

@@ -236,6 +236,8 @@ using namespace cmwq::detail;
 
 extern "C" int cmwq_param_set(const char *name, const char *value)
 {
+	if (!name && null_arg("cmwq_param_set", "name"))
+		return -EINVAL;
 	ensure_started();
 	param *p = find(name);
 	if (!p)
@@ -247,6 +249,10 @@ extern "C" int cmwq_param_set(const char *name, const char *value)
 
 extern "C" int cmwq_param_get(const char *name, char *buf, size_t len)
 {
+	if (!name && null_arg("cmwq_param_get", "name"))
+		return -EINVAL;
+	if (!buf && null_arg("cmwq_param_get", "buf"))
+		return -EINVAL;
 	ensure_started();
 	param *p = find(name);
 	if (!p)

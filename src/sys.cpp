@@ -92,6 +92,14 @@ void thread_start_failed(const char *what, int err, const char *then)
 	warn_once_msg(key, std::string("cmwq: cannot start the ") + what + " thread: " + strerror(err) + "; " + then);
 }
 
+bool null_arg(const char *call, const char *arg)
+{
+	char key[96];
+	snprintf(key, sizeof(key), "null-%s-%s", call, arg);
+	warn_once_msg(key, std::string("cmwq: ") + call + "(): " + arg + " is NULL; nothing done");
+	return true;
+}
+
 void warn_once_msg(const std::string &key, const std::string &msg)
 {
 	static mutex *m = new mutex;

@@ -200,6 +200,8 @@ static int work_grab_pending(work_struct *work, unsigned cflags)
 // kernel: __cancel_work
 static bool do_cancel_work(work_struct *work, unsigned cflags)
 {
+	if (!work && null_arg("cancel_work", "work"))
+		return false;
 	int ret = work_grab_pending(work, cflags);
 	unsigned long data = work_data(work);
 	unsigned long depth = offq_depth(data);
@@ -326,6 +328,10 @@ extern "C" {
 
 bool queue_work_on(int cpu, workqueue_struct *wq, work_struct *work)
 {
+	if (!wq && null_arg("queue_work_on", "wq"))
+		return false;
+	if (!work && null_arg("queue_work_on", "work"))
+		return false;
 	if (test_and_set_pending(work))
 		return false;
 	if (clear_pending_if_disabled(work))
@@ -336,6 +342,10 @@ bool queue_work_on(int cpu, workqueue_struct *wq, work_struct *work)
 
 bool queue_work_node(int node, workqueue_struct *wq, work_struct *work)
 {
+	if (!wq && null_arg("queue_work_node", "wq"))
+		return false;
+	if (!work && null_arg("queue_work_node", "work"))
+		return false;
 	if (!(wq->flags & WQ_UNBOUND))
 		warn_once_msg("qwn-percpu", "cmwq: queue_work_node() on per-CPU workqueue " + wq->name +
 						    " (only WQ_UNBOUND workqueues are meant for it)");
@@ -357,6 +367,10 @@ bool queue_work_node(int node, workqueue_struct *wq, work_struct *work)
 
 bool queue_delayed_work_on(int cpu, workqueue_struct *wq, delayed_work *dwork, unsigned long delay)
 {
+	if (!wq && null_arg("queue_delayed_work_on", "wq"))
+		return false;
+	if (!dwork && null_arg("queue_delayed_work_on", "dwork"))
+		return false;
 	if (test_and_set_pending(&dwork->work))
 		return false;
 	if (clear_pending_if_disabled(&dwork->work))
@@ -367,6 +381,10 @@ bool queue_delayed_work_on(int cpu, workqueue_struct *wq, delayed_work *dwork, u
 
 bool mod_delayed_work_on(int cpu, workqueue_struct *wq, delayed_work *dwork, unsigned long delay)
 {
+	if (!wq && null_arg("mod_delayed_work_on", "wq"))
+		return false;
+	if (!dwork && null_arg("mod_delayed_work_on", "dwork"))
+		return false;
 	int ret = work_grab_pending(&dwork->work, WORK_CANCEL_DELAYED);
 	if (!clear_pending_if_disabled(&dwork->work))
 		do_queue_delayed_work(cpu, wq, dwork, delay);
@@ -386,11 +404,15 @@ bool schedule_delayed_work(delayed_work *dw, unsigned long delay)
 
 bool flush_work(work_struct *work)
 {
+	if (!work && null_arg("flush_work", "work"))
+		return false;
 	return do_flush_work(work, false);
 }
 
 bool flush_delayed_work(delayed_work *dwork)
 {
+	if (!dwork && null_arg("flush_delayed_work", "dwork"))
+		return false;
 	if (timer_delete(&dwork->timer))
 		do_queue_work(dwork->cpu, dwork->wq, &dwork->work);
 	return flush_work(&dwork->work);
@@ -401,6 +423,8 @@ bool cancel_delayed_work(delayed_work *dwork) { return do_cancel_work(&dwork->wo
 
 static bool do_cancel_work_sync(work_struct *work, unsigned cflags)
 {
+	if (!work && null_arg("cancel_work_sync", "work"))
+		return false;
 	bool ret = do_cancel_work(work, cflags | WORK_CANCEL_DISABLE);
 	do_flush_work(work, true);
 	if (!(cflags & WORK_CANCEL_DISABLE))
@@ -426,6 +450,8 @@ bool disable_delayed_work_sync(delayed_work *dwork)
 
 bool enable_work(work_struct *work)
 {
+	if (!work && null_arg("enable_work", "work"))
+		return false;
 	work_grab_pending(work, 0);
 	unsigned long data = work_data(work);
 	unsigned long depth = offq_depth(data);
@@ -441,6 +467,8 @@ bool enable_delayed_work(delayed_work *dwork) { return enable_work(&dwork->work)
 
 unsigned int work_busy(work_struct *work)
 {
+	if (!work && null_arg("work_busy", "work"))
+		return 0;
 	unsigned ret = 0;
 	if (work_pending(work))
 		ret |= WORK_BUSY_PENDING;

@@ -614,6 +614,8 @@ struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags, in
 
 void destroy_workqueue(struct workqueue_struct *wq)
 {
+	if (!wq && null_arg("destroy_workqueue", "wq"))
+		return;
 	auto &gl = g();
 	{
 		lock_guard gk(gl.pool_mutex);
@@ -673,6 +675,8 @@ void destroy_workqueue(struct workqueue_struct *wq)
 
 void workqueue_set_max_active(struct workqueue_struct *wq, int max_active)
 {
+	if (!wq && null_arg("workqueue_set_max_active", "wq"))
+		return;
 	if (wq->flags & (WQ_BH | __WQ_ORDERED)) {
 		fprintf(stderr, "workqueue: %s: max_active of %s workqueues cannot be changed\n", wq->name.c_str(),
 			(wq->flags & WQ_BH) ? "BH" : "ordered");
@@ -689,6 +693,8 @@ void workqueue_set_max_active(struct workqueue_struct *wq, int max_active)
 
 void workqueue_set_min_active(struct workqueue_struct *wq, int min_active)
 {
+	if (!wq && null_arg("workqueue_set_min_active", "wq"))
+		return;
 	if ((wq->flags & (WQ_BH | __WQ_ORDERED)) || !(wq->flags & WQ_UNBOUND)) {
 		fprintf(stderr, "workqueue: %s: min_active applies to unbound, non-ordered workqueues only\n",
 			wq->name.c_str());
@@ -702,6 +708,8 @@ void workqueue_set_min_active(struct workqueue_struct *wq, int min_active)
 
 bool workqueue_congested(int cpu, struct workqueue_struct *wq)
 {
+	if (!wq && null_arg("workqueue_congested", "wq"))
+		return false;
 	if (cpu == WORK_CPU_UNBOUND || cpu < 0 || cpu >= static_cast<int>(wq->cpu_pwq.size()) ||
 	    !wq->cpu_pwq[static_cast<size_t>(cpu)].load()) {
 		cpu = sched_getcpu();
@@ -731,6 +739,10 @@ void free_workqueue_attrs(struct workqueue_attrs *attrs) { delete attrs; }
 
 int apply_workqueue_attrs(struct workqueue_struct *wq, const struct workqueue_attrs *attrs)
 {
+	if (!wq && null_arg("apply_workqueue_attrs", "wq"))
+		return -EINVAL;
+	if (!attrs && null_arg("apply_workqueue_attrs", "attrs"))
+		return -EINVAL;
 	if (!(wq->flags & WQ_UNBOUND)) {
 		fprintf(stderr, "workqueue: %s: apply_workqueue_attrs() needs a WQ_UNBOUND workqueue\n",
 			wq->name.c_str());
@@ -780,12 +792,16 @@ void thaw_workqueues(void) { set_freezing(false); }
 
 extern "C" void __flush_workqueue(workqueue_struct *wq)
 {
+	if (!wq && null_arg("__flush_workqueue", "wq"))
+		return;
 	check_flush_dependency(wq, nullptr);
 	flush_workqueue_wait(wq);
 }
 
 extern "C" void drain_workqueue(workqueue_struct *wq)
 {
+	if (!wq && null_arg("drain_workqueue", "wq"))
+		return;
 	{
 		lock_guard lk(wq->mutex);
 		if (wq->nr_drainers++ == 0)

@@ -13,6 +13,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <string>
+#include <vector>
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -195,4 +198,39 @@ TEST(signals, sigwait_thread_receives_every_signal_with_library_threads_running)
 	pthread_sigmask(SIG_SETMASK, &old, nullptr);
 	EXPECT_EQ(waited.load(), 50);
 	EXPECT_EQ(handled_in_handler.load(), 0) << "signals were delivered to library threads";
+}
+
+// NULL workqueue, work and parameter pointers get a message naming the call
+// and the failure value, never a crash; nothing queued is lost.
+TEST(bad_input, null_pointers_are_refused_with_a_message)
+{
+	work_struct w;
+	INIT_WORK(&w, nop_fn);
+	char buf[16];
+	testing::internal::CaptureStderr();
+	EXPECT_FALSE(queue_work(nullptr, &w));
+	EXPECT_FALSE(queue_work(system_dfl_wq, nullptr));
+	EXPECT_FALSE(queue_delayed_work(system_dfl_wq, nullptr, 1));
+	EXPECT_FALSE(flush_work(nullptr));
+	EXPECT_FALSE(cancel_work(nullptr));
+	EXPECT_FALSE(cancel_work_sync(nullptr));
+	EXPECT_EQ(work_busy(nullptr), 0u);
+	destroy_workqueue(nullptr);
+	flush_workqueue(nullptr);
+	drain_workqueue(nullptr);
+	workqueue_set_max_active(nullptr, 4);
+	workqueue_attrs *a = alloc_workqueue_attrs();
+	EXPECT_EQ(apply_workqueue_attrs(nullptr, a), -EINVAL);
+	free_workqueue_attrs(a);
+	EXPECT_EQ(cmwq_param_set(nullptr, "1"), -EINVAL);
+	EXPECT_EQ(cmwq_param_get(nullptr, buf, sizeof(buf)), -EINVAL);
+	EXPECT_EQ(cmwq_param_get("workqueue.watchdog_thresh", nullptr, 16), -EINVAL);
+	std::string err = testing::internal::GetCapturedStderr();
+	EXPECT_NE(err.find("cmwq: queue_work_on(): wq is NULL"), std::string::npos) << err;
+	EXPECT_NE(err.find("cmwq: queue_work_on(): work is NULL"), std::string::npos) << err;
+	EXPECT_NE(err.find("cmwq: destroy_workqueue(): wq is NULL"), std::string::npos) << err;
+	EXPECT_NE(err.find("cmwq: cmwq_param_get(): buf is NULL"), std::string::npos) << err;
+	// The engine still works.
+	EXPECT_TRUE(queue_work(system_dfl_wq, &w));
+	EXPECT_TRUE(flush_work(&w));
 }
