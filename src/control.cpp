@@ -30,14 +30,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "engine.h"
+
 #include <cmwq/introspect.hpp>
 #include <cmwq/params.h>
 #include <cmwq/stats.h>
-
-namespace cmwq::detail {
-// params.cpp: the values a parameter accepts, in words, or nullptr.
-const char *param_accepted(const char *name);
-} // namespace cmwq::detail
 
 namespace cmwq::control {
 namespace {
