@@ -132,8 +132,9 @@ wq_node_nr_active *pwq_nna(pool_workqueue *pwq);
 bool pwq_tryinc_nr_active(pool_workqueue *pwq, bool fill) REQUIRES(pwq->pool->lock);
 // Context: L. Moves work and the barriers linked behind it to head.
 void move_linked_works(work_struct *work, list_head *head);
-// Context: L. Activates the first inactive item if a slot is free.
-bool pwq_activate_first_inactive(pool_workqueue *pwq, bool fill) REQUIRES(pwq->pool->lock);
+// Context: L. Activates the first inactive item if a slot is free and kicks
+// the pool for it (the wake goes to d); whether it activated one.
+bool pwq_activate_first_inactive(pool_workqueue *pwq, bool fill, deferred &d) REQUIRES(pwq->pool->lock);
 // Context: L of pwq's pool, or no lock with pwq NULL. Gives a freed slot of
 // nna to the first waiting pwq; one of another pool is activated by d.
 void node_activate_pending(pool_workqueue *pwq, wq_node_nr_active *nna, deferred &d);

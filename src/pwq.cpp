@@ -122,27 +122,24 @@ static void pwq_activate_work(pool_workqueue *pwq, work_struct *work)
 }
 
 // Activate the first inactive item if a slot is free. Called under pool->lock.
-bool pwq_activate_first_inactive(pool_workqueue *pwq, bool fill)
+bool pwq_activate_first_inactive(pool_workqueue *pwq, bool fill, deferred &d)
 {
 	if (list_empty(&pwq->inactive_works))
 		return false;
 	if (!pwq_tryinc_nr_active(pwq, fill))
 		return false;
 	pwq_activate_work(pwq, entry_work(pwq->inactive_works.next));
+	kick_pool(pwq->pool, d);
 	return true;
 }
 
 
-// A slot of pwq's node was handed to it by another pool's completion
-// (deferred, pwq->pool->lock not held): activate one item there. Whether
-// one was activated; if not, the caller offers the slot on.
-bool node_activate_handoff(pool_workqueue *pwq, deferred &d)
+// pwq was first in its node's FIFO and was given the free slot: activate
+// one item (kicking the pool) and stay in the FIFO while items wait.
+// Whether one was activated (a cancelled item may have left nothing).
+static bool take_node_slot(pool_workqueue *pwq, wq_node_nr_active *nna, deferred &d) REQUIRES(pwq->pool->lock)
 {
-	wq_node_nr_active *nna = pwq_nna(pwq);
-	lock_guard lk(pwq->pool->lock);
-	bool activated = pwq_activate_first_inactive(pwq, true);
-	if (activated)
-		kick_pool(pwq->pool, d);
+	bool activated = pwq_activate_first_inactive(pwq, true, d);
 	if (!list_empty(&pwq->inactive_works)) {
 		lock_guard nl(nna->lock);
 		nna_add_pending(nna, pwq);
@@ -150,13 +147,21 @@ bool node_activate_handoff(pool_workqueue *pwq, deferred &d)
 	return activated;
 }
 
+// A slot of pwq's node was handed to it by another pool's completion
+// (deferred, pwq->pool->lock not held): activate one item there. Whether
+// one was activated; if not, the caller offers the slot on.
+bool node_activate_handoff(pool_workqueue *pwq, deferred &d)
+{
+	lock_guard lk(pwq->pool->lock);
+	return take_node_slot(pwq, pwq_nna(pwq), d);
+}
+
 static void pwq_dec_nr_active(pool_workqueue *pwq, deferred &d) REQUIRES(pwq->pool->lock)
 {
 	pwq->nr_active--;
 	wq_node_nr_active *nna = pwq_nna(pwq);
 	if (!nna) {
-		if (pwq_activate_first_inactive(pwq, true))
-			kick_pool(pwq->pool, d);
+		pwq_activate_first_inactive(pwq, true, d);
 		return;
 	}
 	{
@@ -188,18 +193,12 @@ void node_activate_pending(pool_workqueue *pwq, wq_node_nr_active *nna, deferred
 		if (!next) {
 			// Nobody else waits on this node: our own backlog takes the slot
 			// (also how an unplugged ordered pwq keeps going).
-			if (pwq && pwq_activate_first_inactive(pwq, false))
-				kick_pool(pwq->pool, d);
+			if (pwq)
+				pwq_activate_first_inactive(pwq, false, d);
 			return;
 		}
 		if (pwq && next->pool == pwq->pool) {
-			bool activated = pwq_activate_first_inactive(next, true);
-			if (activated)
-				kick_pool(next->pool, d);
-			if (!list_empty(&next->inactive_works)) {
-				lock_guard lk(nna->lock);
-				nna_add_pending(nna, next);
-			}
+			bool activated = take_node_slot(next, nna, d);
 			if (activated || nna_full(nna))
 				return;
 			continue; // it had nothing (cancelled): try the next waiter
@@ -307,8 +306,7 @@ void pwq_release(pool_workqueue *pwq, deferred &d)
 			lock_guard lk(next->pool->lock);
 			if (next->plugged) {
 				next->plugged = false;
-				if (pwq_activate_first_inactive(next, true))
-					kick_pool(next->pool, d);
+				pwq_activate_first_inactive(next, true, d);
 			}
 		}
 	}

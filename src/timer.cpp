@@ -97,23 +97,30 @@ void *timer_thread(void *)
 	}
 }
 
+// Starts the timer thread unless it runs or the last failure is recent
+// (T held). On first use; if the thread cannot start, armed timers stay
+// armed and queueing does not block or fail: the next arming after the
+// cooldown, or the monitor's tick (timer_retry_start), tries again.
+void start_thread_locked(timer_base &b) REQUIRES(b.lock)
+{
+	if (b.started || now_ns() < b.retry_ns)
+		return;
+	if (int err = spawn_thread(timer_thread, nullptr)) {
+		b.retry_ns = now_ns() + CREATE_COOLDOWN_NS;
+		thread_start_failed("timer", err, "timers stay armed and are retried after 1 s");
+		return;
+	}
+	b.started = true;
+	b.cv.notify_one();
+}
+
 } // namespace
 
 void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *))
 {
 	auto &b = tb();
 	lock_guard lk(b.lock);
-	if (!b.started && now_ns() >= b.retry_ns) {
-		// Started on first use. If the thread cannot start, the timer
-		// stays armed and queueing does not block or fail; the next arming
-		// after the cooldown (or the monitor's tick) tries again.
-		if (int err = spawn_thread(timer_thread, nullptr)) {
-			b.retry_ns = now_ns() + CREATE_COOLDOWN_NS;
-			thread_start_failed("timer", err, "timers stay armed and are retried after 1 s");
-		} else {
-			b.started = true;
-		}
-	}
+	start_thread_locked(b);
 	t->function = fn;
 	t->expires_ns = expires_ns;
 	if (t->heap_index >= 0) {
@@ -143,15 +150,8 @@ void timer_retry_start()
 {
 	auto &b = tb();
 	lock_guard lk(b.lock);
-	if (b.started || b.heap.empty() || now_ns() < b.retry_ns)
-		return;
-	if (int err = spawn_thread(timer_thread, nullptr)) {
-		b.retry_ns = now_ns() + CREATE_COOLDOWN_NS;
-		thread_start_failed("timer", err, "timers stay armed and are retried after 1 s");
-		return;
-	}
-	b.started = true;
-	b.cv.notify_one();
+	if (!b.heap.empty())
+		start_thread_locked(b);
 }
 
 bool timer_delete(timer_list *t)

@@ -287,10 +287,8 @@ static void wq_adjust_max_active(workqueue_struct *wq)
 			deferred d;
 			{
 				lock_guard lk(pwq->pool->lock);
-				if (pwq_activate_first_inactive(pwq, true)) {
-					kick_pool(pwq->pool, d);
+				if (pwq_activate_first_inactive(pwq, true, d))
 					activated = true;
-				}
 			}
 			d.run();
 		}
