@@ -27,6 +27,11 @@
 #include <string>
 #include <vector>
 
+// Engine internals are not part of the library's ABI: hidden, so calls
+// between engine files are direct calls (not through the PLT of the shared
+// library, which also kept them from being inlined with LTO).
+#pragma GCC visibility push(hidden)
+
 namespace cmwq::detail {
 
 // ---- sys.cpp ----------------------------------------------------------------
@@ -91,7 +96,7 @@ const char *param_accepted(const char *name);
 
 // ---- pool.cpp ---------------------------------------------------------------
 
-extern thread_local worker *tl_worker;
+extern constinit thread_local worker *tl_worker; // constinit: no TLS init wrapper
 // Context: any. The pool with that id, or NULL (pools are never freed).
 worker_pool *get_pool_by_id(unsigned long id);
 // Context: L. The worker of pool running work (same function), or NULL.
@@ -227,3 +232,5 @@ std::vector<int> attrs_cpus(const workqueue_attrs &a);
 int wq_sysfs_get(workqueue_struct *wq, const std::string &attr, std::string &out);
 
 } // namespace cmwq::detail
+
+#pragma GCC visibility pop

@@ -419,7 +419,7 @@ struct deferred {
 	int nr_release = 0;
 	pool_workqueue *activate[2]; // pwqs of other pools that may take a freed slot
 	int nr_activate = 0;
-	void run();
+	void run() __attribute__((visibility("hidden"))); // worker.cpp; not ABI
 };
 
 // Parameter values (params.cpp registers, parses and prints them).

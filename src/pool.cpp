@@ -14,7 +14,7 @@
 
 namespace cmwq::detail {
 
-thread_local worker *tl_worker = nullptr;
+constinit thread_local worker *tl_worker = nullptr;
 
 worker_pool *get_pool_by_id(unsigned long id)
 {

@@ -320,7 +320,7 @@ static bool color_drained(workqueue_struct *wq, int c)
 	return true;
 }
 
-void flush_workqueue_wait(workqueue_struct *wq)
+static void flush_workqueue_wait(workqueue_struct *wq)
 {
 	auto dist = [](int from, int to) { return (to - from + WORK_NR_COLORS) % WORK_NR_COLORS; };
 	unique_lock lk(wq->flush_mutex);
@@ -372,7 +372,7 @@ void flush_workqueue_wait(workqueue_struct *wq)
 	}
 }
 
-bool pwq_busy(pool_workqueue *pwq)
+static bool pwq_busy(pool_workqueue *pwq)
 {
 	lock_guard lk(pwq->pool->lock);
 	return pwq->nr_active || !list_empty(&pwq->inactive_works);
