@@ -7,6 +7,7 @@
 // than streamed: a dump is small next to the socket buffers, and a reply
 // built first can never be cut by an engine error half-way.
 #include "control_proto.h"
+#include "sysfs_attrs.h"
 
 #include <cmwq/topology.hpp>
 
@@ -123,37 +124,6 @@ std::string verb_list()
 
 // ---- attribute and parameter wording ---------------------------------------
 
-constexpr const char *wq_attrs_percpu = "per_cpu, max_active";
-constexpr const char *wq_attrs_unbound =
-	"per_cpu, max_active, cpumask, nice, affinity_scope, affinity_strict";
-constexpr const char *global_attrs = "cpumask, cpumask_requested, cpumask_isolated";
-
-struct accepted_text {
-	const char *name;
-	const char *text;
-};
-
-constexpr const char *cpumask_text =
-	"hexadecimal CPU masks in comma-separated 32-bit groups (e.g. f or ff,ffffffff) "
-	"that include a usable CPU";
-
-constexpr accepted_text attr_accepted[] = {
-	{"max_active", "positive integers (values over 2048 are clamped)"},
-	{"nice", "integers from -20 to 19"},
-	{"cpumask", cpumask_text},
-	{"affinity_scope", "default, cpu, smt, cache, cache_shard, numa, system"},
-	{"affinity_strict", "integers (0 = off, non-zero = strict)"},
-};
-
-template <std::size_t N>
-const char *lookup(const accepted_text (&table)[N], std::string_view name) noexcept
-{
-	for (const auto &a : table)
-		if (name == a.name)
-			return a.text;
-	return nullptr;
-}
-
 // strerror_r comes in a GNU flavour (returns the text) and an XSI one
 // (returns 0 and fills buf); these overloads accept either.
 [[maybe_unused]] const char *strerror_result(const char *s, const char *) { return s; }
@@ -202,14 +172,14 @@ std::string missing_attr_message(backend &be, const std::string &wq, const std::
 {
 	if (wq == "-")
 		return "no global attribute " + quote(attr) + "; global attributes are " +
-		       global_attrs;
+		       cmwq::detail::sysfs_attr_names(cmwq::detail::ATTR_GLOBAL);
 	auto names = be.sysfs_list();
 	if (std::find(names.begin(), names.end(), wq) == names.end())
 		return "no WQ_SYSFS workqueue " + quote(wq) + " (see 'ls')";
 	std::string per_cpu;
 	bool unbound = get_attr(be, wq.c_str(), "per_cpu", per_cpu) == 0 && per_cpu == "0";
 	return wq + ": no attribute " + quote(attr) + "; attributes are " +
-	       (unbound ? wq_attrs_unbound : wq_attrs_percpu);
+	       cmwq::detail::sysfs_attr_names(unbound ? cmwq::detail::ATTR_UNBOUND : cmwq::detail::ATTR_PERCPU);
 }
 
 std::string set_error_message(backend &be, int err, const std::string &wq, const std::string &attr,
@@ -225,7 +195,7 @@ std::string set_error_message(backend &be, int err, const std::string &wq, const
 	case EPERM:
 		return attr + ": this process does not allow changing it at run time";
 	case EINVAL:
-		if (const char *acc = lookup(attr_accepted, attr))
+		if (const char *acc = cmwq::detail::sysfs_attr_accepted(attr))
 			return attr + ": accepted values are " + acc + " (got " + quote(value) + ")";
 		return attr + ": invalid value " + quote(value);
 	default:

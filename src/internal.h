@@ -50,6 +50,17 @@
 #define ASSERT_CAPABILITY(x) CMWQ_TSA(assert_capability(x))
 #define NO_THREAD_SAFETY_ANALYSIS CMWQ_TSA(no_thread_safety_analysis)
 
+// The public C enum and the C++ one are the same list in the same order.
+static_assert(static_cast<int>(WQ_AFFN_DFL) == static_cast<int>(cmwq::affinity_scope::dfl) &&
+		      static_cast<int>(WQ_AFFN_CPU) == static_cast<int>(cmwq::affinity_scope::cpu) &&
+		      static_cast<int>(WQ_AFFN_SMT) == static_cast<int>(cmwq::affinity_scope::smt) &&
+		      static_cast<int>(WQ_AFFN_CACHE) == static_cast<int>(cmwq::affinity_scope::cache) &&
+		      static_cast<int>(WQ_AFFN_CACHE_SHARD) == static_cast<int>(cmwq::affinity_scope::cache_shard) &&
+		      static_cast<int>(WQ_AFFN_NUMA) == static_cast<int>(cmwq::affinity_scope::numa) &&
+		      static_cast<int>(WQ_AFFN_SYSTEM) == static_cast<int>(cmwq::affinity_scope::system) &&
+		      static_cast<int>(WQ_AFFN_NR_TYPES) == cmwq::nr_affinity_scopes,
+	      "wq_affn_scope and cmwq::affinity_scope must list the scopes in the same order");
+
 namespace cmwq::detail {
 
 // pool->lock: held for a few hundred nanoseconds at a time by queuers and

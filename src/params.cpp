@@ -106,7 +106,7 @@ std::vector<param> &table()
 	static std::vector<param> *t = [] {
 		auto &p = params();
 		auto *v = new std::vector<param>;
-		v->push_back({"workqueue.default_affinity_scope", "cpu, smt, cache, cache_shard, numa, system", true,
+		v->push_back({"workqueue.default_affinity_scope", scope_names_list(false), true,
 			      [] { return std::string(scope_name(g().default_scope)); },
 			      [](const std::string &s) {
 				      auto sc = parse_scope(s);

@@ -3,6 +3,7 @@
 // Attribute writes build a modified copy of the attrs and go through
 // apply_workqueue_attrs(), so a refused value changes nothing.
 #include "engine.h"
+#include "sysfs_attrs.h"
 
 #include <errno.h>
 
@@ -37,26 +38,17 @@ static workqueue_struct *find_sysfs_wq(const char *name)
 	return nullptr;
 }
 
-int wq_sysfs_get(workqueue_struct *wq, const std::string &attr, std::string &out)
-{
-	bool unbound = wq->flags & WQ_UNBOUND;
-	lock_guard wk(wq->mutex);
-	if (attr == "per_cpu")
-		out = unbound ? "0" : "1";
-	else if (attr == "max_active")
-		out = std::to_string(wq->saved_max_active);
-	else if (unbound && attr == "nice")
-		out = std::to_string(wq->unbound_attrs.nice);
-	else if (unbound && attr == "cpumask")
-		out = cmwq::format_cpumask_hex(attrs_cpus(wq->unbound_attrs), g().topo.max_cpu() + 1);
-	else if (unbound && attr == "affinity_scope")
-		out = scope_attr(wq);
-	else if (unbound && attr == "affinity_strict")
-		out = wq->unbound_attrs.affn_strict ? "1" : "0";
-	else
-		return -ENOENT;
-	return 0;
-}
+// ---- per-workqueue attributes ------------------------------------------------
+// One handler pair per attribute of sysfs_attrs.h (names, kinds and words
+// live there). get runs under W; set gets a copy of the unbound attrs and
+// applies it, so a refused value changes nothing.
+
+struct attr_ops {
+	const char *name;
+	void (*get)(workqueue_struct *wq, std::string &out); // W held
+	// Returns 0, -EINVAL, or 1 when `a` was changed and must be applied.
+	int (*set)(workqueue_struct *wq, workqueue_attrs &a, const char *value);
+};
 
 // A sysfs write may end in a newline (echo); the value is what precedes it.
 static std::string trim_value(const char *value)
@@ -80,60 +72,99 @@ static bool parse_int(const char *s, long &out)
 	return true;
 }
 
+constexpr attr_ops wq_attr_ops[] = {
+	{"per_cpu", [](workqueue_struct *wq, std::string &out) { out = (wq->flags & WQ_UNBOUND) ? "0" : "1"; },
+	 nullptr},
+	{"max_active", [](workqueue_struct *wq, std::string &out) { out = std::to_string(wq->saved_max_active); },
+	 [](workqueue_struct *wq, workqueue_attrs &, const char *value) {
+		 long v;
+		 if (!parse_int(value, v) || v <= 0)
+			 return -EINVAL;
+		 workqueue_set_max_active(wq, static_cast<int>(std::min<long>(v, 1 << 30)));
+		 return 0;
+	 }},
+	{"cpumask",
+	 [](workqueue_struct *wq, std::string &out) {
+		 out = cmwq::format_cpumask_hex(attrs_cpus(wq->unbound_attrs), g().topo.max_cpu() + 1);
+	 },
+	 [](workqueue_struct *, workqueue_attrs &a, const char *value) {
+		 auto cpus = parse_cpumask_hex(trim_value(value));
+		 if (!cpus)
+			 return -EINVAL;
+		 cpumask_clear(a.cpumask);
+		 for (int c : *cpus)
+			 if (c < NR_CPUS)
+				 cpumask_set_cpu(static_cast<unsigned>(c), a.cpumask);
+		 bool any = false;
+		 for (int c : g().usable)
+			 any = any || cpumask_test_cpu(c, a.cpumask);
+		 return any ? 1 : -EINVAL;
+	 }},
+	{"nice", [](workqueue_struct *wq, std::string &out) { out = std::to_string(wq->unbound_attrs.nice); },
+	 [](workqueue_struct *, workqueue_attrs &a, const char *value) {
+		 long v;
+		 if (!parse_int(value, v) || v < -20 || v > 19)
+			 return -EINVAL;
+		 a.nice = static_cast<int>(v);
+		 return 1;
+	 }},
+	{"affinity_scope", [](workqueue_struct *wq, std::string &out) { out = scope_attr(wq); },
+	 [](workqueue_struct *, workqueue_attrs &a, const char *value) {
+		 auto sc = parse_scope(trim_value(value));
+		 if (!sc)
+			 return -EINVAL;
+		 a.affn_scope = static_cast<wq_affn_scope>(*sc);
+		 return 1;
+	 }},
+	{"affinity_strict",
+	 [](workqueue_struct *wq, std::string &out) { out = wq->unbound_attrs.affn_strict ? "1" : "0"; },
+	 [](workqueue_struct *, workqueue_attrs &a, const char *value) {
+		 long v;
+		 if (!parse_int(value, v))
+			 return -EINVAL;
+		 a.affn_strict = v != 0;
+		 return 1;
+	 }},
+};
+
+// The attribute as this workqueue has it: its handlers, or NULL when the
+// name is unknown or not an attribute of this kind of workqueue.
+static const attr_ops *wq_attr(workqueue_struct *wq, const std::string &attr)
+{
+	const sysfs_attr_desc *d = find_sysfs_attr(attr);
+	unsigned kind = (wq->flags & WQ_UNBOUND) ? ATTR_UNBOUND : ATTR_PERCPU;
+	if (!d || !(d->kinds & kind))
+		return nullptr;
+	for (const auto &op : wq_attr_ops)
+		if (attr == op.name)
+			return &op;
+	return nullptr;
+}
+
+int wq_sysfs_get(workqueue_struct *wq, const std::string &attr, std::string &out)
+{
+	const attr_ops *op = wq_attr(wq, attr);
+	if (!op)
+		return -ENOENT;
+	lock_guard wk(wq->mutex);
+	op->get(wq, out);
+	return 0;
+}
+
 static int wq_sysfs_set(workqueue_struct *wq, const std::string &attr, const char *value)
 {
-	bool unbound = wq->flags & WQ_UNBOUND;
-	bool fixed_max = wq->flags & (WQ_BH | __WQ_ORDERED);
-	long v = 0;
-	if (attr == "per_cpu")
-		return -EACCES;
-	if (attr == "max_active") {
-		if (fixed_max)
-			return -EACCES;
-		if (!parse_int(value, v) || v <= 0)
-			return -EINVAL;
-		workqueue_set_max_active(wq, static_cast<int>(std::min<long>(v, 1 << 30)));
-		return 0;
-	}
-	if (!unbound)
+	const attr_ops *op = wq_attr(wq, attr);
+	if (!op)
 		return -ENOENT;
+	if (!op->set || (attr == "max_active" && (wq->flags & (WQ_BH | __WQ_ORDERED))))
+		return -EACCES;
 	workqueue_attrs a;
-	{
+	if (wq->flags & WQ_UNBOUND) {
 		lock_guard wk(wq->mutex);
 		a = wq->unbound_attrs;
 	}
-	if (attr == "nice") {
-		if (!parse_int(value, v) || v < -20 || v > 19)
-			return -EINVAL;
-		a.nice = static_cast<int>(v);
-	} else if (attr == "cpumask") {
-		std::string s = trim_value(value);
-		auto cpus = parse_cpumask_hex(s);
-		if (!cpus)
-			return -EINVAL;
-		cpumask_clear(a.cpumask);
-		for (int c : *cpus)
-			if (c < NR_CPUS)
-				cpumask_set_cpu(static_cast<unsigned>(c), a.cpumask);
-		bool any = false;
-		for (int c : g().usable)
-			any = any || cpumask_test_cpu(c, a.cpumask);
-		if (!any)
-			return -EINVAL;
-	} else if (attr == "affinity_scope") {
-		std::string s = trim_value(value);
-		auto sc = parse_scope(s);
-		if (!sc)
-			return -EINVAL;
-		a.affn_scope = static_cast<wq_affn_scope>(*sc);
-	} else if (attr == "affinity_strict") {
-		if (!parse_int(value, v))
-			return -EINVAL;
-		a.affn_strict = v != 0;
-	} else {
-		return -ENOENT;
-	}
-	return apply_workqueue_attrs(wq, &a);
+	int r = op->set(wq, a, value);
+	return r == 1 ? apply_workqueue_attrs(wq, &a) : r;
 }
 
 } // namespace cmwq::detail

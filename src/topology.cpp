@@ -228,16 +228,26 @@ std::string cpus_warning(const char *what, const std::vector<int> &cpus, const c
 
 const char *scope_name(affinity_scope s) noexcept
 {
-	switch (s) {
-	case affinity_scope::dfl: return "default";
-	case affinity_scope::cpu: return "cpu";
-	case affinity_scope::smt: return "smt";
-	case affinity_scope::cache: return "cache";
-	case affinity_scope::cache_shard: return "cache_shard";
-	case affinity_scope::numa: return "numa";
-	case affinity_scope::system: return "system";
-	}
-	return "?";
+	auto i = static_cast<std::size_t>(s);
+	return i < affinity_scope_names.size() ? affinity_scope_names[i] : "?";
+}
+
+const char *scope_names_list(bool with_default) noexcept
+{
+	static const std::array<std::string, 2> lists = [] {
+		std::array<std::string, 2> l; // [0] without "default", [1] with it
+		for (const char *n : affinity_scope_names) {
+			for (int with = 0; with < 2; with++) {
+				if (!with && std::string_view(n) == "default")
+					continue;
+				if (!l[with].empty())
+					l[with] += ", ";
+				l[with] += n;
+			}
+		}
+		return l;
+	}();
+	return lists[with_default ? 1 : 0].c_str();
 }
 
 std::optional<affinity_scope> parse_scope(std::string_view name) noexcept

@@ -19,8 +19,16 @@ namespace cmwq {
 enum class affinity_scope { dfl, cpu, smt, cache, cache_shard, numa, system };
 inline constexpr int nr_affinity_scopes = 7;
 
-// "default", "cpu", "smt", "cache", "cache_shard", "numa", "system".
+// The names, by affinity_scope value: the one table every list of accepted
+// scope names is made from.
+inline constexpr std::array<const char *, nr_affinity_scopes> affinity_scope_names = {
+	"default", "cpu", "smt", "cache", "cache_shard", "numa", "system"};
+
+// The name of s (affinity_scope_names), "?" for a value outside the enum.
 const char *scope_name(affinity_scope s) noexcept;
+// "cpu, smt, cache, cache_shard, numa, system", with "default, " in front
+// when with_default: the accepted names, for messages. Valid forever.
+const char *scope_names_list(bool with_default) noexcept;
 // Exact match of one of the names above (no prefix matching), else nullopt.
 std::optional<affinity_scope> parse_scope(std::string_view name) noexcept;
 
