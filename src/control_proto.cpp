@@ -396,24 +396,6 @@ std::string usec_to_seconds(uint64_t us)
 	return buf;
 }
 
-struct counter_family {
-	const char *name; // without _total
-	int stat;
-	const char *help; // the words of enum pool_workqueue_stats
-};
-
-constexpr counter_family wq_counters[] = {
-	{"cmwq_workqueue_started", PWQ_STAT_STARTED, "work items started execution"},
-	{"cmwq_workqueue_completed", PWQ_STAT_COMPLETED, "work items completed execution"},
-	{"cmwq_workqueue_cpu_time_seconds", PWQ_STAT_CPU_TIME, "total CPU time consumed"},
-	{"cmwq_workqueue_cpu_intensive", PWQ_STAT_CPU_INTENSIVE,
-	 "wq_cpu_intensive_thresh_us violations"},
-	{"cmwq_workqueue_cm_wakeup", PWQ_STAT_CM_WAKEUP, "concurrency-management worker wakeups"},
-	{"cmwq_workqueue_repatriated", PWQ_STAT_REPATRIATED,
-	 "unbound workers brought back into scope"},
-	{"cmwq_workqueue_mayday", PWQ_STAT_MAYDAY, "maydays to rescuer"},
-	{"cmwq_workqueue_rescued", PWQ_STAT_RESCUED, "linked work items executed by rescuer"},
-};
 
 } // namespace
 
@@ -612,15 +594,19 @@ std::string render_metrics(const system_info &si)
 			wq_labels.push_back(l);
 		}
 	}
-	for (const auto &f : wq_counters) {
-		out += std::string("# TYPE ") + f.name + " counter\n";
-		if (f.stat == PWQ_STAT_CPU_TIME)
-			out += std::string("# UNIT ") + f.name + " seconds\n";
-		out += std::string("# HELP ") + f.name + " " + f.help + "\n";
+	for (int stat = 0; stat < PWQ_NR_STATS; stat++) {
+		// The family is named after the counter's key; CPU time is counted
+		// in microseconds and exported in seconds.
+		const auto *d = pwq_stat_desc(stat);
+		bool usec = d->unit && std::string_view(d->unit) == "microseconds";
+		std::string name = std::string("cmwq_workqueue_") + d->key + (usec ? "_seconds" : "");
+		out += "# TYPE " + name + " counter\n";
+		if (usec)
+			out += "# UNIT " + name + " seconds\n";
+		out += "# HELP " + name + " " + d->help + "\n";
 		for (std::size_t i = 0; i < si.workqueues.size(); i++) {
-			uint64_t v = si.workqueues[i].stats[f.stat];
-			out += std::string(f.name) + "_total{" + wq_labels[i] + "} " +
-			       (f.stat == PWQ_STAT_CPU_TIME ? usec_to_seconds(v) : std::to_string(v)) +
+			uint64_t v = si.workqueues[i].stats[stat];
+			out += name + "_total{" + wq_labels[i] + "} " + (usec ? usec_to_seconds(v) : std::to_string(v)) +
 			       "\n";
 		}
 	}
@@ -667,10 +653,6 @@ std::string render_metrics(const system_info &si)
 
 std::string render_stats(const system_info &si)
 {
-	static const char *const keys[PWQ_NR_STATS] = {
-		"started", "completed", "cpu_time", "cpu_intensive",
-		"cm_wakeup", "repatriated", "mayday", "rescued",
-	};
 	std::string out;
 	for (const auto &wq : si.workqueues) {
 		out += "unbound=";
@@ -679,7 +661,7 @@ std::string render_stats(const system_info &si)
 		out += (wq.flags & WQ_MEM_RECLAIM) ? '1' : '0';
 		for (int s = 0; s < PWQ_NR_STATS; s++) {
 			out += ' ';
-			out += keys[s];
+			out += pwq_stat_desc(s)->key;
 			out += '=';
 			out += std::to_string(wq.stats[s]);
 		}

@@ -7,6 +7,8 @@
 // already keeps the counters and the endpoint is the supported way in.
 #include "ctl_client.hpp"
 
+#include <cmwq/stats.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -60,8 +62,8 @@ struct wq_stats {
 	std::string name;
 	bool unbound = false;
 	bool mem_reclaim = false;
-	uint64_t started = 0, completed = 0, cpu_time = 0, cpu_intensive = 0;
-	uint64_t cm_wakeup = 0, repatriated = 0, mayday = 0, rescued = 0;
+	uint64_t stats[PWQ_NR_STATS] = {}; // by enum pool_workqueue_stats
+	uint64_t get(int stat) const { return stats[stat]; }
 };
 
 // "unbound=0 mem_reclaim=1 started=5 ... name=<rest of line>"; unknown keys
@@ -86,22 +88,10 @@ bool parse_stats_line(const std::string &line, wq_stats &out)
 				out.unbound = v != 0;
 			else if (key == "mem_reclaim")
 				out.mem_reclaim = v != 0;
-			else if (key == "started")
-				out.started = v;
-			else if (key == "completed")
-				out.completed = v;
-			else if (key == "cpu_time")
-				out.cpu_time = v;
-			else if (key == "cpu_intensive")
-				out.cpu_intensive = v;
-			else if (key == "cm_wakeup")
-				out.cm_wakeup = v;
-			else if (key == "repatriated")
-				out.repatriated = v;
-			else if (key == "mayday")
-				out.mayday = v;
-			else if (key == "rescued")
-				out.rescued = v;
+			else
+				for (int st = 0; st < PWQ_NR_STATS; st++)
+					if (key == pwq_stat_desc(st)->key)
+						out.stats[st] = v;
 		}
 		if (sp == std::string::npos)
 			break;
@@ -135,14 +125,15 @@ void print_table(const std::vector<wq_stats> &wqs)
 		    "CMW/RPR", "mayday", "rescued");
 	for (const auto &w : wqs) {
 		std::string name = w.name.size() > 24 ? w.name.substr(w.name.size() - 24) : w.name;
-		uint64_t infl = w.started > w.completed ? w.started - w.completed : 0;
-		std::string itsv = w.unbound ? "-" : std::to_string(w.cpu_intensive);
-		uint64_t cmw = w.unbound ? w.repatriated : w.cm_wakeup;
-		std::string mayday = w.mem_reclaim ? std::to_string(w.mayday) : "-";
-		std::string rescued = w.mem_reclaim ? std::to_string(w.rescued) : "-";
+		uint64_t started = w.get(PWQ_STAT_STARTED), completed = w.get(PWQ_STAT_COMPLETED);
+		uint64_t infl = started > completed ? started - completed : 0;
+		std::string itsv = w.unbound ? "-" : std::to_string(w.get(PWQ_STAT_CPU_INTENSIVE));
+		uint64_t cmw = w.get(w.unbound ? PWQ_STAT_REPATRIATED : PWQ_STAT_CM_WAKEUP);
+		std::string mayday = w.mem_reclaim ? std::to_string(w.get(PWQ_STAT_MAYDAY)) : "-";
+		std::string rescued = w.mem_reclaim ? std::to_string(w.get(PWQ_STAT_RESCUED)) : "-";
 		std::printf("%-24s %8llu %5llu %8.1f %7s %7llu %7s %7s\n", name.c_str(),
-			    static_cast<unsigned long long>(w.started),
-			    static_cast<unsigned long long>(infl), static_cast<double>(w.cpu_time) / 1e6,
+			    static_cast<unsigned long long>(started),
+			    static_cast<unsigned long long>(infl), static_cast<double>(w.get(PWQ_STAT_CPU_TIME)) / 1e6,
 			    itsv.c_str(), static_cast<unsigned long long>(cmw), mayday.c_str(),
 			    rescued.c_str());
 	}
@@ -150,21 +141,13 @@ void print_table(const std::vector<wq_stats> &wqs)
 
 void print_json(const std::vector<wq_stats> &wqs, double timestamp)
 {
-	for (const auto &w : wqs)
-		std::printf("{\"timestamp\": %.6f, \"name\": %s, \"unbound\": %s, \"mem_reclaim\": %s, "
-			    "\"started\": %llu, \"completed\": %llu, \"cpu_time\": %llu, "
-			    "\"cpu_intensive\": %llu, \"cm_wakeup\": %llu, \"repatriated\": %llu, "
-			    "\"mayday\": %llu, \"rescued\": %llu}\n",
-			    timestamp, json_string(w.name).c_str(), w.unbound ? "true" : "false",
-			    w.mem_reclaim ? "true" : "false",
-			    static_cast<unsigned long long>(w.started),
-			    static_cast<unsigned long long>(w.completed),
-			    static_cast<unsigned long long>(w.cpu_time),
-			    static_cast<unsigned long long>(w.cpu_intensive),
-			    static_cast<unsigned long long>(w.cm_wakeup),
-			    static_cast<unsigned long long>(w.repatriated),
-			    static_cast<unsigned long long>(w.mayday),
-			    static_cast<unsigned long long>(w.rescued));
+	for (const auto &w : wqs) {
+		std::printf("{\"timestamp\": %.6f, \"name\": %s, \"unbound\": %s, \"mem_reclaim\": %s", timestamp,
+			    json_string(w.name).c_str(), w.unbound ? "true" : "false", w.mem_reclaim ? "true" : "false");
+		for (int st = 0; st < PWQ_NR_STATS; st++)
+			std::printf(", \"%s\": %llu", pwq_stat_desc(st)->key, static_cast<unsigned long long>(w.get(st)));
+		std::printf("}\n");
+	}
 }
 
 bool option_value(int argc, char **argv, int &i, const std::string &a, const char *shrt,

@@ -31,6 +31,31 @@ enum pool_workqueue_stats {
 	PWQ_NR_STATS,
 };
 
+/*
+ * Each counter described once: its key in the control protocol's stats
+ * lines and the tools' JSON ("started"), the words above, and its unit when
+ * it has one. In enum order. Any context.
+ */
+struct pwq_stat_desc {
+	const char *key;
+	const char *help;
+	const char *unit; /* NULL for counts */
+};
+static inline const struct pwq_stat_desc *pwq_stat_desc(int stat)
+{
+	static const struct pwq_stat_desc table[PWQ_NR_STATS] = {
+		{"started", "work items started execution", 0},
+		{"completed", "work items completed execution", 0},
+		{"cpu_time", "total CPU time consumed", "microseconds"},
+		{"cpu_intensive", "wq_cpu_intensive_thresh_us violations", 0},
+		{"cm_wakeup", "concurrency-management worker wakeups", 0},
+		{"repatriated", "unbound workers brought back into scope", 0},
+		{"mayday", "maydays to rescuer", 0},
+		{"rescued", "linked work items executed by rescuer", 0},
+	};
+	return stat >= 0 && stat < PWQ_NR_STATS ? &table[stat] : 0;
+}
+
 /* Sum of the counters over the workqueue's pwqs. Any context. */
 void cmwq_workqueue_stats(struct workqueue_struct *wq, uint64_t stats[PWQ_NR_STATS]);
 
