@@ -81,26 +81,41 @@ void append_escaped(std::string &out, std::string_view s)
 	}
 }
 
+using args_t = std::vector<std::string>;
+// The handlers of the verbs below (defined with the replies); each gets the
+// arguments parse_request checked against the verb's arity.
+reply run_ls(backend &be, const args_t &a);
+reply run_get(backend &be, const args_t &a);
+reply run_set(backend &be, const args_t &a);
+reply run_param(backend &be, const args_t &a);
+reply run_params(backend &be, const args_t &a);
+reply run_dump(backend &be, const args_t &a);
+reply run_metrics(backend &be, const args_t &a);
+reply run_stats(backend &be, const args_t &a);
+reply run_help(backend &be, const args_t &a);
+reply run_quit(backend &be, const args_t &a);
+
 struct verb_info {
 	const char *name;
 	unsigned min_args, max_args;
 	bool value_last; // the last argument is the rest of the line
 	const char *usage;
 	const char *help;
+	reply (*run)(backend &be, const args_t &args);
 };
 
 constexpr verb_info verbs[] = {
-	{"ls", 0, 0, false, "ls", "list the WQ_SYSFS workqueues"},
+	{"ls", 0, 0, false, "ls", "list the WQ_SYSFS workqueues", run_ls},
 	{"get", 2, 2, false, "get <workqueue|-> <attribute>",
-	 "read an attribute; '-' names the global ones"},
-	{"set", 3, 3, true, "set <workqueue|-> <attribute> <value>", "write an attribute"},
-	{"param", 1, 2, true, "param <name> [<value>]", "read or write a parameter"},
-	{"params", 0, 0, false, "params", "list the parameters as name=value"},
-	{"dump", 0, 0, false, "dump", "busy workqueues and worker pools"},
-	{"metrics", 0, 0, false, "metrics", "every counter as OpenMetrics text"},
-	{"stats", 0, 0, false, "stats", "per-workqueue counters, one line each"},
-	{"help", 0, 0, false, "help", "this list"},
-	{"quit", 0, 0, false, "quit", "close the connection"},
+	 "read an attribute; '-' names the global ones", run_get},
+	{"set", 3, 3, true, "set <workqueue|-> <attribute> <value>", "write an attribute", run_set},
+	{"param", 1, 2, true, "param <name> [<value>]", "read or write a parameter", run_param},
+	{"params", 0, 0, false, "params", "list the parameters as name=value", run_params},
+	{"dump", 0, 0, false, "dump", "busy workqueues and worker pools", run_dump},
+	{"metrics", 0, 0, false, "metrics", "every counter as OpenMetrics text", run_metrics},
+	{"stats", 0, 0, false, "stats", "per-workqueue counters, one line each", run_stats},
+	{"help", 0, 0, false, "help", "this list", run_help},
+	{"quit", 0, 0, false, "quit", "close the connection", run_quit},
 };
 
 const verb_info *find_verb(std::string_view v) noexcept
@@ -323,49 +338,46 @@ reply do_help()
 	return r.ok();
 }
 
+reply run_ls(backend &be, const args_t &) { return do_ls(be); }
+reply run_get(backend &be, const args_t &a) { return do_get(be, a[0], a[1]); }
+reply run_set(backend &be, const args_t &a) { return do_set(be, a[0], a[1], a[2]); }
+reply run_param(backend &be, const args_t &a) { return do_param(be, a[0], a.size() > 1 ? &a[1] : nullptr); }
+reply run_params(backend &be, const args_t &) { return do_params(be); }
+reply run_help(backend &, const args_t &) { return do_help(); }
+
+// The data of dump and stats may be empty (no busy or no workqueues).
+reply text_reply(const std::string &text)
+{
+	reply_builder r;
+	if (!text.empty())
+		r.data(text);
+	return r.ok();
+}
+
+reply run_dump(backend &be, const args_t &) { return text_reply(be.dump()); }
+reply run_stats(backend &be, const args_t &) { return text_reply(render_stats(be.snapshot())); }
+
+reply run_metrics(backend &be, const args_t &)
+{
+	reply_builder r;
+	r.data(render_metrics(be.snapshot()));
+	return r.ok();
+}
+
+reply run_quit(backend &, const args_t &)
+{
+	reply rep = reply_builder().ok("bye");
+	rep.close = true;
+	return rep;
+}
+
 reply dispatch(std::string_view line, backend &be)
 {
 	request req;
 	std::string err = parse_request(line, req);
 	if (!err.empty())
 		return reply_builder().error(EINVAL, err);
-	const auto &v = req.verb;
-	const auto &a = req.args;
-	if (v == "ls")
-		return do_ls(be);
-	if (v == "get")
-		return do_get(be, a[0], a[1]);
-	if (v == "set")
-		return do_set(be, a[0], a[1], a[2]);
-	if (v == "param")
-		return do_param(be, a[0], a.size() > 1 ? &a[1] : nullptr);
-	if (v == "params")
-		return do_params(be);
-	if (v == "dump") {
-		reply_builder r;
-		std::string text = be.dump();
-		if (!text.empty())
-			r.data(text);
-		return r.ok();
-	}
-	if (v == "metrics") {
-		reply_builder r;
-		r.data(render_metrics(be.snapshot()));
-		return r.ok();
-	}
-	if (v == "stats") {
-		reply_builder r;
-		std::string text = render_stats(be.snapshot());
-		if (!text.empty())
-			r.data(text);
-		return r.ok();
-	}
-	if (v == "help")
-		return do_help();
-	// quit
-	reply rep = reply_builder().ok("bye");
-	rep.close = true;
-	return rep;
+	return find_verb(req.verb)->run(be, req.args); // parse_request knew the verb
 }
 
 // ---- rendering -------------------------------------------------------------
