@@ -32,6 +32,7 @@
 
 #include "engine.h"
 
+#include <cmwq/control.h>
 #include <cmwq/introspect.hpp>
 #include <cmwq/params.h>
 #include <cmwq/stats.h>

@@ -5,6 +5,7 @@
 // parameter, so listing, the control endpoint and errors share one path.
 #include "engine.h"
 
+#include <cmwq/control.h>
 #include <cmwq/params.h>
 
 #include <errno.h>

@@ -10,6 +10,8 @@
 // front, which keeps a 176-CPU snapshot cheap on a small machine.
 #include "engine.h"
 
+#include <cmwq/control.h>
+
 #include <errno.h>
 #include <sched.h>
 #include <unistd.h>

@@ -14,6 +14,7 @@
 #include <ctime>
 #include <vector>
 
+#include <cmwq/control.h>
 #include <cmwq/linux/workqueue.h>
 #include <cmwq/stats.h>
 

@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmwq/control.h>
 #include <cmwq/introspect.hpp>
 #include <cmwq/linux/workqueue.h>
 #include <cmwq/params.h>

@@ -7,6 +7,7 @@
 // already keeps the counters and the endpoint is the supported way in.
 #include "ctl_client.hpp"
 
+#include <cmwq/control.h>
 #include <cmwq/stats.h>
 
 #include <cerrno>

@@ -1,5 +1,6 @@
 /*
  * cmwq/stats.h - counters and run-time attributes, for programs and tools.
+ * The control endpoint is in <cmwq/control.h>.
  *
  * Counters mirror the kernel's enum pool_workqueue_stats and are kept per
  * pool_workqueue, always on. Attributes mirror
@@ -78,17 +79,6 @@ int cmwq_sysfs_list(void (*fn)(const char *name, void *arg), void *arg);
 
 /* show_all_workqueues() written to `out` instead of stderr. */
 void cmwq_dump(FILE *out);
-
-/*
- * The control endpoint (docs/control.md): a Unix-domain socket private to the
- * user, under $XDG_RUNTIME_DIR/cmwq/<pid>.sock (fallback
- * /tmp/cmwq-<uid>/<pid>.sock). Also started by the parameter cmwq.control=1.
- * start: 0 or a negative errno; idempotent. stop removes the socket.
- * path: the socket path while running, else NULL.
- */
-int cmwq_control_start(void);
-void cmwq_control_stop(void);
-const char *cmwq_control_path(void);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,26 @@
+/*
+ * cmwq/control.h - the control endpoint of this process (docs/control.md):
+ * a Unix-domain socket private to the user, under
+ * $XDG_RUNTIME_DIR/cmwq/<pid>.sock (fallback /tmp/cmwq-<uid>/<pid>.sock),
+ * which wqctl, wq_monitor and scrapers talk to. Also started by the
+ * parameter cmwq.control=1.
+ */
+#ifndef CMWQ_CONTROL_H
+#define CMWQ_CONTROL_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Starts the endpoint: 0 or a negative errno; idempotent. May sleep. */
+int cmwq_control_start(void);
+/* Stops it and removes the socket. May sleep. */
+void cmwq_control_stop(void);
+/* The socket path while running, else NULL. */
+const char *cmwq_control_path(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CMWQ_CONTROL_H */
