@@ -1,0 +1,84 @@
+// test_control_metrics.cpp - the OpenMetrics text and the stats lines
+// rendered from a snapshot.
+#include "control_test_util.hpp"
+
+using namespace control_test;
+
+namespace {
+cmwq::system_info sample_info()
+{
+	cmwq::system_info si;
+	cmwq::workqueue_info a;
+	a.name = "events";
+	a.stats = {10, 9, 2500000, 1, 3, 0, 0, 0};
+	a.max_active = 1024;
+	a.nr_active = 1;
+	cmwq::workqueue_info b;
+	b.name = "we\"ird\\name\nx";
+	b.unbound = true;
+	b.flags = WQ_UNBOUND | WQ_MEM_RECLAIM;
+	b.stats = {1, 1, 7, 0, 0, 5, 2, 1};
+	cmwq::workqueue_info c = a; // a duplicate name
+	si.workqueues = {a, b, c};
+	cmwq::pool_info p;
+	p.id = 3;
+	p.cpus = {0, 1, 2, 5};
+	p.nr_workers = 4;
+	p.nr_idle = 2;
+	p.nr_running = 1;
+	si.pools = {p};
+	return si;
+}
+} // namespace
+
+TEST(control_render, metrics_is_openmetrics_with_type_help_and_eof)
+{
+	std::string m = ctl::render_metrics(sample_info());
+	ASSERT_GE(m.size(), 7u);
+	EXPECT_EQ(m.substr(m.size() - 6), "# EOF\n");
+	EXPECT_NE(m.find("# TYPE cmwq_workqueue_started counter\n# HELP cmwq_workqueue_started "
+			 "work items started execution\n"),
+		  std::string::npos);
+	EXPECT_NE(m.find("cmwq_workqueue_started_total{workqueue=\"events\"} 10\n"), std::string::npos);
+	EXPECT_NE(m.find("cmwq_workqueue_started_total{workqueue=\"events\",instance=\"2\"} 10\n"),
+		  std::string::npos);
+	EXPECT_NE(m.find("# UNIT cmwq_workqueue_cpu_time_seconds seconds\n"), std::string::npos);
+	EXPECT_NE(m.find("cmwq_workqueue_cpu_time_seconds_total{workqueue=\"events\"} 2.500000\n"),
+		  std::string::npos);
+	EXPECT_NE(m.find("cmwq_workqueue_mayday_total{workqueue=\"we\\\"ird\\\\name\\nx\"} 2\n"),
+		  std::string::npos);
+	EXPECT_NE(m.find("cmwq_pool_workers{pool=\"3\",cpus=\"0-2,5\",nice=\"0\"} 4\n"),
+		  std::string::npos);
+	EXPECT_NE(m.find("cmwq_pool_idle{"), std::string::npos);
+	EXPECT_NE(m.find("cmwq_pool_running{"), std::string::npos);
+	// Every family is declared once, before its samples.
+	for (const char *fam : {"started", "completed", "cpu_time_seconds", "cpu_intensive",
+				"cm_wakeup", "repatriated", "mayday", "rescued"}) {
+		std::string t = std::string("# TYPE cmwq_workqueue_") + fam + " counter\n";
+		auto first = m.find(t);
+		ASSERT_NE(first, std::string::npos) << fam;
+		EXPECT_EQ(m.find(t, first + 1), std::string::npos) << fam;
+		EXPECT_LT(first, m.find(std::string("cmwq_workqueue_") + fam + "_total{")) << fam;
+	}
+	// Every line is a comment or a sample; no raw newline inside a label.
+	std::size_t pos = 0;
+	while (pos < m.size()) {
+		std::size_t nl = m.find('\n', pos);
+		std::string line = m.substr(pos, nl - pos);
+		pos = nl + 1;
+		EXPECT_TRUE(starts_with(line, "# ") || starts_with(line, "cmwq_")) << line;
+	}
+}
+
+TEST(control_render, stats_line_has_every_counter_and_name_last)
+{
+	std::string s = ctl::render_stats(sample_info());
+	EXPECT_NE(s.find("unbound=0 mem_reclaim=0 started=10 completed=9 cpu_time=2500000 "
+			 "cpu_intensive=1 cm_wakeup=3 repatriated=0 mayday=0 rescued=0 name=events\n"),
+		  std::string::npos);
+	EXPECT_NE(s.find("unbound=1 mem_reclaim=1 started=1 completed=1 cpu_time=7 cpu_intensive=0 "
+			 "cm_wakeup=0 repatriated=5 mayday=2 rescued=1 name=we\"ird\\name\\x0ax\n"),
+		  std::string::npos);
+	EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 3);
+}
+
