@@ -144,7 +144,7 @@ bool pwq_activate_first_inactive(pool_workqueue *pwq, bool fill, deferred &d) RE
 // nna to the first waiting pwq; one of another pool is activated by d.
 void node_activate_pending(pool_workqueue *pwq, wq_node_nr_active *nna, deferred &d);
 // Context: N held. Joins the node's FIFO of pwqs waiting for a slot, once.
-void nna_add_pending(wq_node_nr_active *nna, pool_workqueue *pwq);
+void nna_add_pending(wq_node_nr_active *nna, pool_workqueue *pwq) REQUIRES(nna->lock);
 // Context: no lock. A slot handed over by d.activate: activate one item of
 // pwq; whether one was (else the caller offers the slot on).
 bool node_activate_handoff(pool_workqueue *pwq, deferred &d) EXCLUDES(pwq->pool->lock);
@@ -226,7 +226,7 @@ int set_unbound_cpumask(const std::vector<int> &requested);
 // ---- sysfs.cpp --------------------------------------------------------------
 
 // Context: W held. The attribute values the snapshot reports.
-std::string scope_attr(const workqueue_struct *wq);
+std::string scope_attr(const workqueue_struct *wq) REQUIRES(wq->mutex);
 std::vector<int> attrs_cpus(const workqueue_attrs &a);
 // Context: no lock. A WQ_SYSFS attribute of wq, 0 or -ENOENT.
 int wq_sysfs_get(workqueue_struct *wq, const std::string &attr, std::string &out);

@@ -6,7 +6,9 @@
 //   N: nna->lock (nests inside L)      F: wq->flush_mutex
 //   Y: wq->mayday_lock                 T: timer lock
 //   I: immutable once published (a thread's own tid/thread: before its first L)
-//   K: owning worker thread only       M: monitor thread only
+//   K: the owning worker's; when others read it, written under L and
+//      read by them under L; the worker reads its own without a lock
+//   M: monitor thread only
 //   A: atomic (the ordering of each is argued in docs/locking.md)
 // Fields tagged L of worker_pool and pool_workqueue are also GUARDED_BY,
 // which clang checks (CMWQ_THREAD_SAFETY).
@@ -248,46 +250,9 @@ inline bool too_many_workers(const pool_counts &c)
 // ---- objects ---------------------------------------------------------------
 
 struct worker_pool;
+struct worker;
 struct pool_workqueue;
 
-struct worker {
-	list_head entry;                 // L: idle_list link
-	worker *hnext = nullptr;         // L: busy hash chain
-	work_struct *current_work = nullptr; // L
-	work_func_t current_func = nullptr;  // L
-	pool_workqueue *current_pwq = nullptr; // L
-	int current_color = 0;           // L
-	uint64_t current_start_ns = 0;   // L
-	uint64_t current_at_cpu_ns = 0;  // L: thread CPU time when the monitor first saw
-	                                 //    the item, or at its last wake (hog timing)
-	bool slept_in_item = false;      // L: a hint or the monitor saw it sleep
-	uint64_t cpu_clock_last = 0;     // K: thread CPU clock at its last read
-	uint64_t cpu_charged = 0;        // K: wall time charged to short items since
-	int nr_short = 0;                // K: short items since the last read
-	uint64_t clock_ns = 0;           // K: its last CLOCK_MONOTONIC read (end of the
-	                                 //    previous item, or its wake): one read per item
-	bool sleeping = false;           // L: counted out of nr_running (hint or monitor)
-	int hint_depth = 0;              // K: nesting of cmwq_blocking_begin (the monitor
-	                                 //    reads it under L; a stale read only delays a restore)
-	list_head scheduled;             // L
-	unsigned flags = 0;              // L
-	worker_pool *pool = nullptr;     // I
-	int id = 0;                      // I
-	pid_t tid = 0;                   // I: set by the thread before its first L
-	uint64_t last_active_ns = 0;     // L
-	bool kicked = false;             // L: a wakeup is on its way
-	bool rescuer = false;            // I
-	int last_cpu = -1;               // L: CPU seen when it went idle
-	std::atomic<int> wake{0};        // A: 0 idle, 1 woken, 2 asleep in the futex
-	std::atomic<int> pins{0};        // A: wakers between pick and wake
-	char desc[32] = {};              // K
-	std::atomic<uint64_t> progress{0};    // A: bumped on every item start
-	bool detected = false;           // L: the monitor found it blocked
-	uint64_t mon_prog = 0;           // M: monitor thread only
-	uint64_t mon_since = 0;          // M: when it saw that count
-	pthread_t thread{};              // I: set by the thread before its first L
-	workqueue_struct *rescue_wq = nullptr; // I: rescuers only
-};
 
 struct worker_pool {
 	pool_mutex lock;
@@ -328,11 +293,58 @@ struct worker_pool {
 	}
 };
 
+struct worker {
+	list_head entry GUARDED_BY(pool->lock);                 // L: idle_list link
+	worker *hnext GUARDED_BY(pool->lock) = nullptr;         // L: busy hash chain
+	work_struct *current_work = nullptr; // K: written by the worker under L; it reads it without L, others under L
+	work_func_t current_func = nullptr; // K
+	pool_workqueue *current_pwq = nullptr; // K
+	int current_color GUARDED_BY(pool->lock) = 0;           // L
+	uint64_t current_start_ns = 0;   // K
+	uint64_t current_at_cpu_ns GUARDED_BY(pool->lock) = 0;  // L: thread CPU time when the monitor first saw
+	                                 //    the item, or at its last wake (hog timing)
+	bool slept_in_item GUARDED_BY(pool->lock) = false;      // L: a hint or the monitor saw it sleep
+	uint64_t cpu_clock_last = 0;     // K: thread CPU clock at its last read
+	uint64_t cpu_charged = 0;        // K: wall time charged to short items since
+	int nr_short = 0;                // K: short items since the last read
+	uint64_t clock_ns = 0;           // K: its last CLOCK_MONOTONIC read (end of the
+	                                 //    previous item, or its wake): one read per item
+	bool sleeping GUARDED_BY(pool->lock) = false;           // L: counted out of nr_running (hint or monitor)
+	int hint_depth = 0;              // K: nesting of cmwq_blocking_begin (the monitor
+	                                 //    reads it under L; a stale read only delays a restore)
+	list_head scheduled GUARDED_BY(pool->lock);             // L
+	unsigned flags GUARDED_BY(pool->lock) = 0; // L
+	worker_pool *pool = nullptr;     // I
+	int id = 0;                      // I
+	pid_t tid = 0;                   // I: set by the thread before its first L
+	uint64_t last_active_ns GUARDED_BY(pool->lock) = 0;     // L
+	bool kicked GUARDED_BY(pool->lock) = false;             // L: a wakeup is on its way
+	bool rescuer = false;            // I
+	int last_cpu GUARDED_BY(pool->lock) = -1;               // L: CPU seen when it went idle
+	std::atomic<int> wake{0};        // A: 0 idle, 1 woken, 2 asleep in the futex
+	std::atomic<int> pins{0};        // A: wakers between pick and wake
+	char desc[32] = {};              // K
+	std::atomic<uint64_t> progress{0};    // A: bumped on every item start
+	bool detected GUARDED_BY(pool->lock) = false;           // L: the monitor found it blocked
+	uint64_t mon_prog = 0;           // M: monitor thread only
+	uint64_t mon_since = 0;          // M: when it saw that count
+	pthread_t thread{};              // I: set by the thread before its first L
+	workqueue_struct *rescue_wq = nullptr; // I: rescuers only
+	bool rescue_stop = false;        // Y: destroy_workqueue stops the rescuer
+};
+
+// A worker nobody else can see yet (not on a pool, no thread) gets its first
+// flags without a lock.
+inline void worker_init_flags(worker *w, unsigned f) NO_THREAD_SAFETY_ANALYSIS
+{
+	w->flags = f;
+}
+
 struct wq_node_nr_active {
 	mutex lock;                 // N
-	int max = WQ_DFL_MIN_ACTIVE;     // N
-	int nr = 0;                      // N
-	std::vector<pool_workqueue *> pending; // N: FIFO of pwqs waiting for a slot
+	int max GUARDED_BY(lock) = WQ_DFL_MIN_ACTIVE;     // N
+	int nr GUARDED_BY(lock) = 0;                      // N
+	std::vector<pool_workqueue *> pending GUARDED_BY(lock); // N: FIFO of pwqs waiting for a slot
 };
 
 struct alignas(256) pool_workqueue {
@@ -359,16 +371,16 @@ struct workqueue_struct {
 	std::string name;                // I
 	unsigned flags = 0;              // I: creation flags
 	std::atomic<unsigned> aflags{0}; // A: flags plus __WQ_DRAINING/__WQ_DESTROYING
-	int saved_max_active = 0;        // W
-	int saved_min_active = 0;        // W
+	int saved_max_active GUARDED_BY(mutex) = 0;        // W
+	int saved_min_active GUARDED_BY(mutex) = 0;        // W
 	std::atomic<int> max_active{0};  // A: effective (0 while frozen)
-	int min_active = 0;              // W
-	int nr_drainers = 0;             // W
-	workqueue_attrs unbound_attrs{}; // W: the request
+	int min_active GUARDED_BY(mutex) = 0;              // W
+	int nr_drainers GUARDED_BY(mutex) = 0;             // W
+	workqueue_attrs unbound_attrs GUARDED_BY(mutex){}; // W: the request
 	std::vector<std::atomic<cmwq::detail::pool_workqueue *>> cpu_pwq; // A: by CPU number
-	cmwq::detail::pool_workqueue *dfl_pwq = nullptr; // W
-	::list_head pwqs;    // W: oldest first
-	std::vector<cmwq::detail::pool_workqueue *> retired; // W: freed at destroy
+	cmwq::detail::pool_workqueue *dfl_pwq GUARDED_BY(mutex) = nullptr; // W
+	::list_head pwqs GUARDED_BY(mutex);    // W: oldest first
+	std::vector<cmwq::detail::pool_workqueue *> retired GUARDED_BY(mutex); // W: freed at destroy
 	std::vector<cmwq::detail::wq_node_nr_active *> node_nr_active; // I: nodes + 1
 	// Flush colors: items carry the color current when queued, counted per
 	// pwq (pwq->nr_in_flight_color); a flusher advances work_color and waits
@@ -376,14 +388,14 @@ struct workqueue_struct {
 	cmwq::detail::mutex flush_mutex; // F
 	std::condition_variable_any flush_cv; // F
 	std::atomic<int> work_color{0};  // A (written under F)
-	int flush_color = 0;             // F: oldest color not yet drained
+	int flush_color GUARDED_BY(flush_mutex) = 0;             // F: oldest color not yet drained
 	std::atomic<int> nr_flushers{0}; // A
-	uint64_t flush_gen = 0;          // F: bumped when a color may have drained
-	uint64_t flush_moves = 0;        // F: times flush_color moved
+	uint64_t flush_gen GUARDED_BY(flush_mutex) = 0;          // F: bumped when a color may have drained
+	uint64_t flush_moves GUARDED_BY(flush_mutex) = 0;        // F: times flush_color moved
 	// Rescuer (WQ_MEM_RECLAIM)
 	cmwq::detail::worker *rescuer = nullptr; // I
 	cmwq::detail::mutex mayday_lock; // Y
-	std::vector<cmwq::detail::pool_workqueue *> maydays; // Y
+	std::vector<cmwq::detail::pool_workqueue *> maydays GUARDED_BY(mayday_lock); // Y
 	std::atomic<int> busy_refs{0};   // A: deferred actions still to touch it
 	bool sysfs = false;              // G
 };

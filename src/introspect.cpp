@@ -8,7 +8,7 @@
 
 namespace cmwq::detail {
 
-static void sum_stats(workqueue_struct *wq, uint64_t *out)
+static void sum_stats(workqueue_struct *wq, uint64_t *out) REQUIRES(wq->mutex)
 {
 	for (int i = 0; i < PWQ_NR_STATS; i++)
 		out[i] = 0;

@@ -128,8 +128,9 @@ bool kick_pool(worker_pool *pool, deferred &d)
 		}
 	}
 	w->kicked = true;
-	if (!pool->strict && w->last_cpu >= 0 &&
-	    !std::binary_search(pool->pod_cpus.begin(), pool->pod_cpus.end(), w->last_cpu)) {
+	int last_cpu = w->last_cpu;
+	if (!pool->strict && last_cpu >= 0 &&
+	    !std::binary_search(pool->pod_cpus.begin(), pool->pod_cpus.end(), last_cpu)) {
 		// Repatriation: the worker moves itself into the pod when it starts
 		// the item (worker_repatriate); counted on the first item's pwq.
 		work_struct *first = entry_work(pool->worklist.next);

@@ -53,7 +53,7 @@ static bool nna_full(wq_node_nr_active *nna)
 }
 
 // The node FIFO of pwqs waiting for a slot (N held): join once, leave once.
-void nna_add_pending(wq_node_nr_active *nna, pool_workqueue *pwq)
+void nna_add_pending(wq_node_nr_active *nna, pool_workqueue *pwq) REQUIRES(nna->lock)
 {
 	if (!pwq->on_pending) {
 		nna->pending.push_back(pwq);
@@ -61,7 +61,7 @@ void nna_add_pending(wq_node_nr_active *nna, pool_workqueue *pwq)
 	}
 }
 
-static void nna_remove_pending(wq_node_nr_active *nna, pool_workqueue *pwq)
+static void nna_remove_pending(wq_node_nr_active *nna, pool_workqueue *pwq) REQUIRES(nna->lock)
 {
 	if (!pwq->on_pending)
 		return;

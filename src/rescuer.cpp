@@ -104,7 +104,7 @@ void *rescuer_thread(void *arg)
 		bool stop;
 		{
 			lock_guard lk(wq->mayday_lock);
-			stop = r->flags & WORKER_DIE;
+			stop = r->rescue_stop;
 			if (!wq->maydays.empty()) {
 				pwq = wq->maydays.front();
 				wq->maydays.erase(wq->maydays.begin());
@@ -144,7 +144,7 @@ bool rescuer_start(workqueue_struct *wq)
 	INIT_LIST_HEAD(&r->scheduled);
 	r->rescuer = true;
 	r->rescue_wq = wq;
-	r->flags = WORKER_PREP | WORKER_UNBOUND;
+	worker_init_flags(r, WORKER_PREP | WORKER_UNBOUND);
 	r->pins.store(1); // dropped when the thread exits
 	wq->rescuer = r;
 	if (int err = spawn_thread(rescuer_thread, r)) {
@@ -165,7 +165,7 @@ void rescuer_stop(workqueue_struct *wq)
 		return;
 	{
 		lock_guard lk(wq->mayday_lock);
-		r->flags |= WORKER_DIE;
+		r->rescue_stop = true;
 	}
 	worker_wake_word(r);
 	while (r->pins.load())

@@ -13,7 +13,7 @@
 
 namespace cmwq::detail {
 
-std::string scope_attr(const workqueue_struct *wq)
+std::string scope_attr(const workqueue_struct *wq) REQUIRES(wq->mutex)
 {
 	auto s = wq->unbound_attrs.affn_scope;
 	if (s == WQ_AFFN_DFL)
@@ -73,9 +73,9 @@ static bool parse_int(const char *s, long &out)
 }
 
 constexpr attr_ops wq_attr_ops[] = {
-	{"per_cpu", [](workqueue_struct *wq, std::string &out) { out = (wq->flags & WQ_UNBOUND) ? "0" : "1"; },
+	{"per_cpu", [](workqueue_struct *wq, std::string &out) REQUIRES(wq->mutex) { out = (wq->flags & WQ_UNBOUND) ? "0" : "1"; },
 	 nullptr},
-	{"max_active", [](workqueue_struct *wq, std::string &out) { out = std::to_string(wq->saved_max_active); },
+	{"max_active", [](workqueue_struct *wq, std::string &out) REQUIRES(wq->mutex) { out = std::to_string(wq->saved_max_active); },
 	 [](workqueue_struct *wq, workqueue_attrs &, const char *value) {
 		 long v;
 		 if (!parse_int(value, v) || v <= 0)
@@ -84,7 +84,7 @@ constexpr attr_ops wq_attr_ops[] = {
 		 return 0;
 	 }},
 	{"cpumask",
-	 [](workqueue_struct *wq, std::string &out) {
+	 [](workqueue_struct *wq, std::string &out) REQUIRES(wq->mutex) {
 		 out = cmwq::format_cpumask_hex(attrs_cpus(wq->unbound_attrs), g().topo.max_cpu() + 1);
 	 },
 	 [](workqueue_struct *, workqueue_attrs &a, const char *value) {
@@ -100,7 +100,7 @@ constexpr attr_ops wq_attr_ops[] = {
 			 any = any || cpumask_test_cpu(c, a.cpumask);
 		 return any ? 1 : -EINVAL;
 	 }},
-	{"nice", [](workqueue_struct *wq, std::string &out) { out = std::to_string(wq->unbound_attrs.nice); },
+	{"nice", [](workqueue_struct *wq, std::string &out) REQUIRES(wq->mutex) { out = std::to_string(wq->unbound_attrs.nice); },
 	 [](workqueue_struct *, workqueue_attrs &a, const char *value) {
 		 long v;
 		 if (!parse_int(value, v) || v < -20 || v > 19)
@@ -108,7 +108,7 @@ constexpr attr_ops wq_attr_ops[] = {
 		 a.nice = static_cast<int>(v);
 		 return 1;
 	 }},
-	{"affinity_scope", [](workqueue_struct *wq, std::string &out) { out = scope_attr(wq); },
+	{"affinity_scope", [](workqueue_struct *wq, std::string &out) REQUIRES(wq->mutex) { out = scope_attr(wq); },
 	 [](workqueue_struct *, workqueue_attrs &a, const char *value) {
 		 auto sc = parse_scope(trim_value(value));
 		 if (!sc)
@@ -117,7 +117,7 @@ constexpr attr_ops wq_attr_ops[] = {
 		 return 1;
 	 }},
 	{"affinity_strict",
-	 [](workqueue_struct *wq, std::string &out) { out = wq->unbound_attrs.affn_strict ? "1" : "0"; },
+	 [](workqueue_struct *wq, std::string &out) REQUIRES(wq->mutex) { out = wq->unbound_attrs.affn_strict ? "1" : "0"; },
 	 [](workqueue_struct *, workqueue_attrs &a, const char *value) {
 		 long v;
 		 if (!parse_int(value, v))

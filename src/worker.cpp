@@ -109,7 +109,7 @@ void hog_report(work_func_t fn)
 			static_cast<unsigned long long>(cnt));
 }
 
-static void hog_account(worker *w, pool_workqueue *pwq, uint64_t cpu_ns, bool flagged)
+static void hog_account(worker *w, pool_workqueue *pwq, uint64_t cpu_ns, bool flagged) REQUIRES(w->pool->lock)
 {
 	uint64_t thresh = params().cpu_intensive_thresh_us.load() * 1000ull;
 	if (flagged || !thresh || cpu_ns < thresh || w->pool->cpu < 0 || (w->flags & WORKER_NOT_RUNNING))

@@ -203,10 +203,10 @@ static int plan_unbound_pwqs(workqueue_struct *wq, const workqueue_attrs &attrs,
 	return 0;
 }
 
-static void wq_update_node_max_active(workqueue_struct *wq, const std::vector<int> &eff);
+static void wq_update_node_max_active(workqueue_struct *wq, const std::vector<int> &eff) REQUIRES(wq->mutex);
 
 // Install a plan (G and W held). Returns pwqs to release after unlocking.
-static std::vector<pool_workqueue *> commit_unbound_pwqs(workqueue_struct *wq, pwq_plan &plan)
+static std::vector<pool_workqueue *> commit_unbound_pwqs(workqueue_struct *wq, pwq_plan &plan) REQUIRES(wq->mutex)
 {
 	std::vector<pool_workqueue *> old;
 	bool ordered = wq->flags & __WQ_ORDERED;
@@ -245,13 +245,13 @@ static std::vector<pool_workqueue *> commit_unbound_pwqs(workqueue_struct *wq, p
 	return release;
 }
 
-static std::vector<int> wq_effective_mask(workqueue_struct *wq)
+static std::vector<int> wq_effective_mask(workqueue_struct *wq) REQUIRES(wq->mutex)
 {
 	return wq->dfl_pwq ? wq->dfl_pwq->pool->pod_cpus : g().unbound_cpus;
 }
 
 // Node shares of max_active (spec 4.6), W held.
-static void wq_update_node_max_active(workqueue_struct *wq, const std::vector<int> &eff)
+static void wq_update_node_max_active(workqueue_struct *wq, const std::vector<int> &eff) REQUIRES(wq->mutex)
 {
 	if (!(wq->flags & WQ_UNBOUND))
 		return;
@@ -275,7 +275,7 @@ static void wq_update_node_max_active(workqueue_struct *wq, const std::vector<in
 }
 
 // Publish max/min (W held) and activate what the new limits allow.
-static void wq_adjust_max_active(workqueue_struct *wq)
+static void wq_adjust_max_active(workqueue_struct *wq) REQUIRES(wq->mutex)
 {
 	bool frozen = g().freezing && (wq->flags & WQ_FREEZABLE);
 	wq->max_active.store(frozen ? 0 : wq->saved_max_active);
@@ -364,7 +364,7 @@ static void flush_workqueue_wait(workqueue_struct *wq)
 			lk.lock();
 		}
 		// Returns at once if something drained while we looked (or hinted).
-		wq->flush_cv.wait(lk, [&] { return wq->flush_gen != gen; });
+		wq->flush_cv.wait(lk, [&]() REQUIRES(wq->flush_mutex) { return wq->flush_gen != gen; });
 	}
 	wq->nr_flushers.fetch_sub(1);
 	wq->flush_cv.notify_all();
@@ -547,11 +547,14 @@ struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags, in
 	wq->name = name;
 	wq->flags = flags;
 	wq->aflags.store(flags);
-	wq->saved_max_active = max_active;
-	wq->saved_min_active = std::min(max_active, static_cast<int>(WQ_DFL_MIN_ACTIVE));
-	wq->min_active = wq->saved_min_active;
+	{
+		lock_guard wk(wq->mutex); // not yet seen by anyone: for the analysis
+		wq->saved_max_active = max_active;
+		wq->saved_min_active = std::min(max_active, static_cast<int>(WQ_DFL_MIN_ACTIVE));
+		wq->min_active = wq->saved_min_active;
+		INIT_LIST_HEAD(&wq->pwqs);
+	}
 	wq->max_active.store(max_active);
-	INIT_LIST_HEAD(&wq->pwqs);
 	wq->cpu_pwq = std::vector<std::atomic<pool_workqueue *>>(static_cast<size_t>(gl.topo.max_cpu() + 1));
 	bool hi = flags & WQ_HIGHPRI;
 
@@ -665,8 +668,11 @@ void destroy_workqueue(struct workqueue_struct *wq)
 			put_unbound_pool(pwq->pool);
 		delete pwq;
 	}
-	for (auto *pwq : wq->retired)
-		delete pwq;
+	{
+		lock_guard wk(wq->mutex);
+		for (auto *pwq : wq->retired)
+			delete pwq;
+	}
 	for (auto *nna : wq->node_nr_active)
 		delete nna;
 	{ lock_guard fk(wq->flush_mutex); }
