@@ -11,10 +11,11 @@
 //   work.cpp, rescuer.cpp, dump.cpp
 //   monitor.cpp                 blocked-worker sampling, hog reclassification, watchdog
 //   workqueue.cpp               one workqueue: alloc/destroy, attrs, max_active
-//   sysfs.cpp, introspect.cpp, compat.cpp, params.cpp
+//   startup.cpp, sysfs.cpp, introspect.cpp, compat.cpp, params.cpp
 // Two calls go up through a pointer set at start-up, as the kernel's timers
 // do: the pools' mayday timer (globals::mayday_timeout, rescuer.cpp) and the
-// control endpoint's start (control.cpp is a client of the public API).
+// control endpoint's start (control.cpp is a client of the public API). And
+// public entry points on any floor may call ensure_started() first.
 //
 // "Context:" names what the caller holds. L is the pool->lock of the pool
 // the arguments belong to; "no lock" means the caller holds no engine lock;
@@ -213,10 +214,18 @@ void monitor_start();
 // Context: any.
 void watchdog_touch(int cpu);
 
-// ---- workqueue.cpp ----------------------------------------------------------
+// ---- startup.cpp ------------------------------------------------------------
 
 // Context: any. Starts the library once (topology, pools, system workqueues).
+// The one call any floor may make upward: public entry points make sure the
+// library has started before they touch it.
 void ensure_started();
+// Context: G held, or start-up. The topology from /sys (or CMWQ_SYSFS_ROOT)
+// at the given cache_shard size, restricted to the CPUs this process may use.
+topology read_topology(unsigned shard);
+
+// ---- workqueue.cpp ----------------------------------------------------------
+
 // Context: no lock. Parameter and sysfs setters that re-pod unbound workqueues.
 int set_default_scope(affinity_scope s);
 int set_cache_shard_size(unsigned size);

@@ -1,0 +1,155 @@
+// startup.cpp - the library's start: CPUs and topology, per-CPU pools, the
+// system workqueues and the monitor, once, when the library is loaded (or
+// on first use, whichever comes first), so system_wq and friends are valid
+// before main. Workers are created on first use of a pool rather than up
+// front, which keeps a 176-CPU snapshot cheap on a small machine.
+#include "engine.h"
+
+#include <cmwq/control.h>
+
+#include <sched.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+extern "C" {
+workqueue_struct *system_wq;
+workqueue_struct *system_percpu_wq;
+workqueue_struct *system_highpri_wq;
+workqueue_struct *system_long_wq;
+workqueue_struct *system_unbound_wq;
+workqueue_struct *system_dfl_wq;
+workqueue_struct *system_dfl_long_wq;
+workqueue_struct *system_freezable_wq;
+workqueue_struct *system_power_efficient_wq;
+workqueue_struct *system_freezable_power_efficient_wq;
+workqueue_struct *system_bh_wq;
+workqueue_struct *system_bh_highpri_wq;
+}
+
+namespace cmwq::detail {
+
+static std::vector<int> affinity_cpus()
+{
+	std::vector<int> out;
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &set))
+				out.push_back(c);
+	return out;
+}
+
+static void build_cpu_index(globals &gl)
+{
+	gl.usable = gl.topo.usable;
+	gl.cpu_index.assign(static_cast<size_t>(gl.topo.max_cpu() + 1), -1);
+	cpumask_clear(&gl.usable_mask);
+	for (size_t i = 0; i < gl.usable.size(); i++) {
+		gl.cpu_index[static_cast<size_t>(gl.usable[i])] = static_cast<int>(i);
+		cpumask_set_cpu(static_cast<unsigned>(gl.usable[i]), &gl.usable_mask);
+	}
+}
+
+topology read_topology(unsigned shard)
+{
+	auto &gl = g();
+	const char *root = getenv("CMWQ_SYSFS_ROOT");
+	topology t;
+	if (root && *root) {
+		t = build_topology(root, nullptr, shard);
+	} else {
+		t = build_topology("/sys", &gl.real_cpus, shard);
+	}
+	if (t.usable.empty()) {
+		// Nothing readable: every CPU we may run on, one pod per scope level.
+		topology f = build_topology("/nonexistent", &gl.real_cpus, shard);
+		if (!f.usable.empty())
+			t = f;
+	}
+	return t;
+}
+
+static void create_system_workqueues()
+{
+	system_percpu_wq = alloc_workqueue("events", WQ_PERCPU, 0);
+	system_wq = alloc_workqueue("events", WQ_PERCPU | __WQ_DEPRECATED, 0);
+	system_highpri_wq = alloc_workqueue("events_highpri", WQ_HIGHPRI | WQ_PERCPU, 0);
+	system_long_wq = alloc_workqueue("events_long", WQ_PERCPU, 0);
+	system_dfl_wq = alloc_workqueue("events_unbound", WQ_UNBOUND, WQ_MAX_ACTIVE);
+	system_unbound_wq = alloc_workqueue("events_unbound", WQ_UNBOUND | __WQ_DEPRECATED, WQ_MAX_ACTIVE);
+	system_dfl_long_wq = alloc_workqueue("events_dfl_long", WQ_UNBOUND, WQ_MAX_ACTIVE);
+	system_freezable_wq = alloc_workqueue("events_freezable", WQ_FREEZABLE | WQ_PERCPU, 0);
+	system_power_efficient_wq = alloc_workqueue("events_power_efficient", WQ_POWER_EFFICIENT | WQ_PERCPU, 0);
+	system_freezable_power_efficient_wq = alloc_workqueue(
+		"events_freezable_pwr_efficient", WQ_FREEZABLE | WQ_POWER_EFFICIENT | WQ_PERCPU, 0);
+	system_bh_wq = alloc_workqueue("events_bh", WQ_BH | WQ_PERCPU, 0);
+	system_bh_highpri_wq = alloc_workqueue("events_bh_highpri", WQ_BH | WQ_HIGHPRI | WQ_PERCPU, 0);
+}
+
+static std::once_flag start_once;
+static bool started = false;
+
+void ensure_started()
+{
+	if (__atomic_load_n(&started, __ATOMIC_ACQUIRE))
+		return;
+	std::call_once(start_once, [] {
+		auto &gl = g();
+		gl.pools.reserve(1 << 14);
+		gl.mayday_timeout = pool_mayday_timeout;
+		params_load_env();
+		gl.real_cpus = affinity_cpus();
+		gl.topo = read_topology(params().cache_shard_size.load());
+		for (auto &w : gl.topo.warnings)
+			fprintf(stderr, "cmwq: %s\n", w.c_str());
+		build_cpu_index(gl);
+		gl.cpu_node = gl.topo.cpu_node;
+		gl.nr_nodes = gl.topo.nr_nodes;
+		gl.unbound_cpus = gl.usable;
+		gl.requested_unbound = gl.usable;
+		{
+			lock_guard gk(gl.pool_mutex);
+			init_percpu_pools(gl);
+		}
+		__atomic_store_n(&started, true, __ATOMIC_RELEASE);
+		create_system_workqueues();
+		monitor_start();
+		if (params().control.load())
+			cmwq_control_start();
+	});
+}
+
+__attribute__((constructor)) static void cmwq_autostart() { ensure_started(); }
+
+} // namespace cmwq::detail
+
+using namespace cmwq::detail;
+
+extern "C" {
+
+const struct cpumask *cmwq_usable_cpumask(void)
+{
+	ensure_started();
+	return &g().usable_mask;
+}
+
+int cmwq_num_online_cpus(void)
+{
+	ensure_started();
+	return static_cast<int>(g().usable.size());
+}
+
+void cmwq_init(void) { ensure_started(); }
+
+} // extern "C"
+
+namespace cmwq {
+topology current_topology()
+{
+	detail::ensure_started();
+	lock_guard gk(detail::g().pool_mutex);
+	return detail::g().topo;
+}
+} // namespace cmwq
