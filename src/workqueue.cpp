@@ -362,39 +362,29 @@ static const unsigned known_flags = WQ_BH | WQ_UNBOUND | WQ_FREEZABLE | WQ_MEM_R
 				    WQ_CPU_INTENSIVE | WQ_SYSFS | WQ_POWER_EFFICIENT | WQ_PERCPU |
 				    __WQ_ORDERED | __WQ_LEGACY | __WQ_DEPRECATED;
 
-struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags, int max_active, ...)
+// Refuses unknown and contradictory flags with a message naming the
+// workqueue and what is accepted; settles WQ_PERCPU/WQ_UNBOUND and
+// max_active as the kernel does. Whether the workqueue may be created.
+static bool validate_flags(const char *name, unsigned &flags, int &max_active)
 {
-	ensure_started();
-	auto &gl = g();
-	char name[WQ_NAME_LEN];
-	char full[256];
-	va_list ap;
-	va_start(ap, max_active);
-	vsnprintf(full, sizeof(full), fmt, ap);
-	va_end(ap);
-	memcpy(name, full, WQ_NAME_LEN - 1);
-	name[WQ_NAME_LEN - 1] = 0;
-	if (strlen(full) >= WQ_NAME_LEN)
-		warn_once_msg("name-trunc", std::string("workqueue: name exceeds WQ_NAME_LEN. Truncating to: ") + name);
-
 	if (flags & ~known_flags) {
 		fprintf(stderr,
 			"workqueue: %s: unknown flags 0x%x; accepted: WQ_BH, WQ_UNBOUND, WQ_FREEZABLE, "
 			"WQ_MEM_RECLAIM, WQ_HIGHPRI, WQ_CPU_INTENSIVE, WQ_SYSFS, WQ_POWER_EFFICIENT, WQ_PERCPU\n",
 			name, flags & ~known_flags);
-		return nullptr;
+		return false;
 	}
 	if (flags & WQ_BH) {
 		if (flags & ~(__WQ_BH_ALLOWS | __WQ_DEPRECATED)) {
 			fprintf(stderr,
 				"workqueue: %s: WQ_BH accepts only WQ_HIGHPRI and WQ_PERCPU besides it (got flags 0x%x)\n",
 				name, flags);
-			return nullptr;
+			return false;
 		}
 		if (max_active) {
 			fprintf(stderr, "workqueue: %s: WQ_BH workqueues take max_active 0 (got %d)\n", name,
 				max_active);
-			return nullptr;
+			return false;
 		}
 	}
 	if ((flags & WQ_POWER_EFFICIENT) && params().power_efficient.load()) {
@@ -417,6 +407,28 @@ struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags, in
 			max_active = WQ_DFL_ACTIVE;
 		max_active = clamp_max_active(max_active, name);
 	}
+	return true;
+}
+
+struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags, int max_active, ...)
+{
+	if (!fmt && null_arg("alloc_workqueue", "fmt"))
+		return nullptr;
+	ensure_started();
+	auto &gl = g();
+	char name[WQ_NAME_LEN];
+	char full[256];
+	va_list ap;
+	va_start(ap, max_active);
+	vsnprintf(full, sizeof(full), fmt, ap);
+	va_end(ap);
+	memcpy(name, full, WQ_NAME_LEN - 1);
+	name[WQ_NAME_LEN - 1] = 0;
+	if (strlen(full) >= WQ_NAME_LEN)
+		warn_once_msg("name-trunc", std::string("workqueue: name exceeds WQ_NAME_LEN. Truncating to: ") + name);
+
+	if (!validate_flags(name, flags, max_active))
+		return nullptr;
 
 	auto *wq = new workqueue_struct;
 	wq->name = name;

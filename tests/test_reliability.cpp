@@ -233,6 +233,8 @@ TEST(bad_input, null_pointers_are_refused_with_a_message)
 	workqueue_attrs *a = alloc_workqueue_attrs();
 	EXPECT_EQ(apply_workqueue_attrs(nullptr, a), -EINVAL);
 	free_workqueue_attrs(a);
+	const char *no_name = nullptr;
+	EXPECT_EQ(alloc_workqueue(no_name, WQ_UNBOUND, 0), nullptr);
 	EXPECT_EQ(cmwq_param_set(nullptr, "1"), -EINVAL);
 	EXPECT_EQ(cmwq_param_get(nullptr, buf, sizeof(buf)), -EINVAL);
 	EXPECT_EQ(cmwq_param_get("workqueue.watchdog_thresh", nullptr, 16), -EINVAL);
@@ -241,6 +243,7 @@ TEST(bad_input, null_pointers_are_refused_with_a_message)
 	EXPECT_NE(err.find("cmwq: queue_work_on(): work is NULL"), std::string::npos) << err;
 	EXPECT_NE(err.find("cmwq: destroy_workqueue(): wq is NULL"), std::string::npos) << err;
 	EXPECT_NE(err.find("cmwq: cmwq_param_get(): buf is NULL"), std::string::npos) << err;
+	EXPECT_NE(err.find("cmwq: alloc_workqueue(): fmt is NULL"), std::string::npos) << err;
 	// The engine still works. (flush_work returns false when the item had
 	// already run, so the run itself is what is checked.)
 	static std::atomic<bool> ran_after{false};
