@@ -1,0 +1,214 @@
+// test_stress.cpp - every operation at once, from 8 threads, with
+// exactly-once accounting: each true returned by a queue call is matched by
+// one run of the item or one true from a cancel. Operations: queue (any
+// CPU, a given CPU, a node), delayed and mod_delayed, cancel and
+// cancel_sync (plain and delayed), flush_work and flush_delayed_work,
+// flush_workqueue, set_max_active, apply_workqueue_attrs (nice, cpumask,
+// scope, strict), freeze and thaw, and alloc/queue/drain/destroy of scratch
+// workqueues. Runs for CMWQ_STRESS_SECONDS (default 4).
+#include <gtest/gtest.h>
+
+#include <cmwq/linux/workqueue.h>
+
+#include "test_util.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+struct item {
+	delayed_work dw; // plain queue calls use dw.work
+	std::atomic<long> runs{0};
+	std::atomic<long> queued{0};
+	std::atomic<long> cancelled{0};
+};
+
+void item_fn(work_struct *w)
+{
+	auto *it = container_of(to_delayed_work(w), item, dw);
+	it->runs++;
+}
+
+double stress_seconds()
+{
+	const char *s = std::getenv("CMWQ_STRESS_SECONDS");
+	double v = s ? std::atof(s) : 4.0;
+	return v > 0 ? v : 4.0;
+}
+
+// Random unbound attributes: nice, a cpumask of one or all CPUs, any scope,
+// strict or not.
+void random_attrs(std::mt19937 &rng, workqueue_attrs *a)
+{
+	a->nice = static_cast<int>(rng() % 7) - 3;
+	cpumask_clear(a->cpumask);
+	int n = cmwq_num_online_cpus();
+	const cpumask *usable = cmwq_usable_cpumask();
+	if (rng() % 3 == 0) {
+		// one usable CPU
+		int want = static_cast<int>(rng() % static_cast<unsigned>(n));
+		for (unsigned c = 0; c < NR_CPUS; c++)
+			if (cpumask_test_cpu(c, usable) && want-- == 0)
+				cpumask_set_cpu(c, a->cpumask);
+	} else {
+		cpumask_copy(a->cpumask, usable);
+	}
+	a->affn_scope = static_cast<wq_affn_scope>(rng() % WQ_AFFN_NR_TYPES);
+	a->affn_strict = rng() % 2;
+}
+
+} // namespace
+
+TEST(stress, every_operation_from_8_threads_runs_or_cancels_each_queued_item_once)
+{
+	constexpr int nitems = 48;
+	std::vector<item> items(nitems);
+	for (auto &it : items)
+		INIT_DELAYED_WORK(&it.dw, item_fn);
+	constexpr int nwq = 4;
+	workqueue_struct *wqs[nwq] = {
+		alloc_workqueue("st_pc", WQ_PERCPU, 4),
+		alloc_workqueue("st_ub", WQ_UNBOUND, 3),
+		alloc_workqueue("st_frz", WQ_UNBOUND | WQ_FREEZABLE, 0),
+		alloc_ordered_workqueue("st_ord", 0),
+	};
+	for (auto *wq : wqs)
+		ASSERT_NE(wq, nullptr);
+	std::mutex freezer; // freeze/thaw pairs from one thread at a time
+	std::atomic<long> ops{0}, scratch_runs{0}, scratch_queued{0};
+	auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(stress_seconds());
+	int ncpu = cmwq_num_online_cpus();
+
+	std::vector<std::thread> ts;
+	for (int t = 0; t < 8; t++)
+		ts.emplace_back([&, t] {
+			std::mt19937 rng(static_cast<unsigned>(t) * 7919u + 17);
+			workqueue_attrs *attrs = alloc_workqueue_attrs();
+			while (std::chrono::steady_clock::now() < deadline) {
+				ops++;
+				int k = static_cast<int>(rng() % nitems);
+				item &it = items[static_cast<size_t>(k)];
+				workqueue_struct *wq = wqs[k % nwq]; // an item stays on one workqueue
+				switch (rng() % 20) {
+				case 0: case 1: case 2:
+					if (queue_work(wq, &it.dw.work))
+						it.queued++;
+					break;
+				case 3:
+					if (queue_work_on(static_cast<int>(rng() % static_cast<unsigned>(ncpu)), wq, &it.dw.work))
+						it.queued++;
+					break;
+				case 4:
+					if (queue_work_node(0, wq, &it.dw.work))
+						it.queued++;
+					break;
+				case 5:
+					if (queue_delayed_work(wq, &it.dw, rng() % 3))
+						it.queued++;
+					break;
+				case 6:
+					// Removes a pending instance (true) and queues a new one,
+					// unless the item is disabled: a concurrent cancel_*_sync
+					// disables it for a moment and mod's result cannot tell.
+					// So half the items on each workqueue take mod, half cancel_*_sync.
+					if ((k / nwq) % 2 == 0) {
+						if (mod_delayed_work(wq, &it.dw, rng() % 3))
+							it.cancelled++;
+						it.queued++;
+					}
+					break;
+				case 7:
+					if (cancel_work(&it.dw.work))
+						it.cancelled++;
+					break;
+				case 8:
+					if (cancel_delayed_work(&it.dw))
+						it.cancelled++;
+					break;
+				case 9:
+					if ((k / nwq) % 2 == 1 && cancel_work_sync(&it.dw.work))
+						it.cancelled++;
+					break;
+				case 10:
+					if ((k / nwq) % 2 == 1 && cancel_delayed_work_sync(&it.dw))
+						it.cancelled++;
+					break;
+				case 11: flush_work(&it.dw.work); break;
+				case 12: flush_delayed_work(&it.dw); break;
+				case 13: flush_workqueue(wqs[rng() % nwq]); break;
+				case 14: {
+					workqueue_struct *w = wqs[rng() % 3]; // not the ordered one
+					workqueue_set_max_active(w, 1 + static_cast<int>(rng() % 8));
+					break;
+				}
+				case 15: case 16: {
+					random_attrs(rng, attrs);
+					EXPECT_EQ(apply_workqueue_attrs(wqs[1 + rng() % 3], attrs), 0);
+					break;
+				}
+				case 17: {
+					std::lock_guard lk(freezer);
+					freeze_workqueues_begin();
+					std::this_thread::sleep_for(std::chrono::microseconds(rng() % 500));
+					thaw_workqueues();
+					break;
+				}
+				case 18: {
+					// A scratch workqueue of its own: queue, drain, destroy.
+					workqueue_struct *s = alloc_workqueue("st_scratch%d", (rng() % 2) ? WQ_UNBOUND : WQ_PERCPU,
+									      0, t);
+					EXPECT_NE(s, nullptr);
+					if (!s)
+						break;
+					std::vector<work_struct> ws(4);
+					for (auto &w : ws) {
+						INIT_WORK(&w, [](work_struct *) {});
+						if (queue_work(s, &w))
+							scratch_queued++;
+					}
+					drain_workqueue(s);
+					for (auto &w : ws)
+						if (!work_pending(&w))
+							scratch_runs++;
+					destroy_workqueue(s);
+					break;
+				}
+				default:
+					std::this_thread::yield();
+					break;
+				}
+			}
+			free_workqueue_attrs(attrs);
+		});
+	for (auto &t : ts)
+		t.join();
+	for (auto &it : items)
+		flush_delayed_work(&it.dw);
+	for (auto *wq : wqs)
+		flush_workqueue(wq);
+	for (auto *wq : wqs)
+		destroy_workqueue(wq);
+	long total_q = 0, total_r = 0, total_c = 0;
+	for (int k = 0; k < nitems; k++) {
+		auto &it = items[static_cast<size_t>(k)];
+		EXPECT_EQ(it.queued.load(), it.runs.load() + it.cancelled.load())
+			<< "item " << k << ": queued " << it.queued << ", ran " << it.runs << ", cancelled "
+			<< it.cancelled;
+		total_q += it.queued;
+		total_r += it.runs;
+		total_c += it.cancelled;
+	}
+	EXPECT_EQ(scratch_runs.load(), scratch_queued.load()) << "drain left items of a scratch workqueue";
+	EXPECT_GT(total_r, 0);
+	RecordProperty("operations", static_cast<int>(ops.load()));
+	std::printf("stress: %ld operations, %ld queued, %ld ran, %ld cancelled\n", ops.load(), total_q, total_r,
+		    total_c);
+}
