@@ -146,9 +146,10 @@ bool pwq_activate_first_inactive(pool_workqueue *pwq, bool fill, deferred &d) RE
 void node_activate_pending(pool_workqueue *pwq, wq_node_nr_active *nna, deferred &d);
 // Context: N held. Joins the node's FIFO of pwqs waiting for a slot, once.
 void nna_add_pending(wq_node_nr_active *nna, pool_workqueue *pwq) REQUIRES(nna->lock);
-// Context: no lock. A slot handed over by d.activate: activate one item of
-// pwq; whether one was (else the caller offers the slot on).
-bool node_activate_handoff(pool_workqueue *pwq, deferred &d) EXCLUDES(pwq->pool->lock);
+// Context: no lock. A slot of nna handed over by d.activate: activate one
+// item of pwq (if it is still a live pwq of that node); whether one was
+// (else the caller offers the slot on).
+bool node_activate_handoff(pool_workqueue *pwq, wq_node_nr_active *nna, deferred &d);
 // Context: L. An item (data: its state word) left pwq: slots, colors, reference.
 void pwq_dec_nr_in_flight(pool_workqueue *pwq, unsigned long data, deferred &d) REQUIRES(pwq->pool->lock);
 // Context: L. Publishes pwq|PENDING|PWQ|extra and links work at head.
@@ -159,7 +160,7 @@ void clear_pending_keep_offq(work_struct *work);
 bool clear_pending_if_disabled(work_struct *work);
 bool test_and_set_pending(work_struct *work);
 // Context: G and W held. A new pwq of wq on pool, holding its base reference.
-pool_workqueue *new_pwq(workqueue_struct *wq, worker_pool *pool);
+pool_workqueue *new_pwq(workqueue_struct *wq, worker_pool *pool) REQUIRES(wq->mutex);
 // Context: no lock. The last reference is gone: unlink, unplug an ordered
 // successor, drop the pool; wakeups it needs are left in d.
 void pwq_release(pool_workqueue *pwq, deferred &d);

@@ -12,9 +12,11 @@
 //   A: atomic (the ordering of each is argued in docs/locking.md)
 // Fields tagged L of worker_pool and pool_workqueue are also GUARDED_BY,
 // which clang checks (CMWQ_THREAD_SAFETY).
-// Pools, and pwqs retired by an attribute change, are never freed while the
-// process runs: lock-free readers of a work item's state word may still hold
-// their address (the kernel protects them with RCU).
+// Pools and pwqs are type-stable (the kernel protects them with RCU):
+// lock-free readers of a CPU slot or a work item's state word may still hold
+// their address, so their memory is never returned while the process runs.
+// A released pwq is reused by its workqueue's next attribute change; a pool
+// nobody uses stays in the pool hash for its attributes' next user.
 #pragma once
 
 #include <atomic>
@@ -348,7 +350,8 @@ struct wq_node_nr_active {
 };
 
 struct alignas(256) pool_workqueue {
-	worker_pool *pool = nullptr;     // I
+	worker_pool *pool = nullptr;     // I while live; pwq_recycle moves it under the old
+	                                 //    pool's lock; lock-free readers use pwq_pool()
 	workqueue_struct *wq = nullptr;  // I
 	int refcnt GUARDED_BY(pool->lock) = 1; // L: base ref + one per queued item
 	int nr_in_flight GUARDED_BY(pool->lock) = 0; // L
@@ -363,6 +366,14 @@ struct alignas(256) pool_workqueue {
 	std::atomic<uint64_t> stats[PWQ_NR_STATS] = {}; // A: relaxed counters
 	bool on_mayday = false;          // Y
 };
+
+// The pool of a pwq read without a lock (from a CPU slot or a state word,
+// so the pwq may have been released and reused meanwhile): the caller locks
+// it and checks pwq_pool(pwq) == pool again before trusting the pwq.
+inline worker_pool *pwq_pool(const pool_workqueue *pwq)
+{
+	return __atomic_load_n(&pwq->pool, __ATOMIC_ACQUIRE);
+}
 
 } // namespace cmwq::detail
 
@@ -380,7 +391,11 @@ struct workqueue_struct {
 	std::vector<std::atomic<cmwq::detail::pool_workqueue *>> cpu_pwq; // A: by CPU number
 	cmwq::detail::pool_workqueue *dfl_pwq GUARDED_BY(mutex) = nullptr; // W
 	::list_head pwqs GUARDED_BY(mutex);    // W: oldest first
-	std::vector<cmwq::detail::pool_workqueue *> retired GUARDED_BY(mutex); // W: freed at destroy
+	// Released pwqs, reused by the next attribute change (their memory is
+	// type-stable: lock-free readers may still hold the address), and the
+	// counters they had.
+	std::vector<cmwq::detail::pool_workqueue *> free_pwqs GUARDED_BY(mutex); // W
+	uint64_t retired_stats[PWQ_NR_STATS] GUARDED_BY(mutex) = {};          // W
 	std::vector<cmwq::detail::wq_node_nr_active *> node_nr_active; // I: nodes + 1
 	// Flush colors: items carry the color current when queued, counted per
 	// pwq (pwq->nr_in_flight_color); a flusher advances work_color and waits
@@ -411,7 +426,9 @@ struct globals {
 	std::vector<int> cpu_index;                 // I: CPU number -> index in usable, -1
 	std::vector<worker_pool *> cpu_pools[2];    // I: by CPU number, normal/highpri
 	std::vector<worker_pool *> bh_pools[2];     // I
-	std::vector<worker_pool *> pools;           // G: by id; reserved at start, so get_pool_by_id reads it without G
+	std::vector<worker_pool *> pools;           // G: by id; reserved at start, never moves
+	std::atomic<size_t> nr_pools{0};            // A: pools.size(), published after each push
+	                                            //    (get_pool_by_id reads the table without G)
 	std::vector<workqueue_struct *> workqueues; // G
 	affinity_scope default_scope = affinity_scope::cache_shard; // G
 	bool freezing = false;                      // G
@@ -441,6 +458,7 @@ struct deferred {
 	pool_workqueue *release[2];
 	int nr_release = 0;
 	pool_workqueue *activate[2]; // pwqs of other pools that may take a freed slot
+	wq_node_nr_active *activate_nna[2]; // ... of this node
 	int nr_activate = 0;
 	void run() __attribute__((visibility("hidden"))); // worker.cpp; not ABI
 };

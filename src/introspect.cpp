@@ -18,8 +18,8 @@ static void sum_stats(workqueue_struct *wq, uint64_t *out) REQUIRES(wq->mutex)
 	};
 	for (list_head *e = wq->pwqs.next; e != &wq->pwqs; e = e->next)
 		add(container_of(e, pool_workqueue, pwqs_node));
-	for (auto *p : wq->retired)
-		add(p);
+	for (int i = 0; i < PWQ_NR_STATS; i++)
+		out[i] += wq->retired_stats[i];
 }
 
 } // namespace cmwq::detail

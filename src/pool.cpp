@@ -19,11 +19,12 @@ constinit thread_local worker *tl_worker = nullptr;
 worker_pool *get_pool_by_id(unsigned long id)
 {
 	auto &gl = g();
-	// pools only grow; the vector is reserved up front so readers never see a
-	// reallocation (see ensure_started).
-	if (id >= gl.pools.size())
+	// Pools only grow, and the table is reserved at start, so its storage
+	// never moves: a reader needs only the published count (nr_pools, stored
+	// after the slot is filled) and no lock.
+	if (id >= gl.nr_pools.load(std::memory_order_acquire))
 		return nullptr;
-	return gl.pools[id];
+	return gl.pools.data()[id];
 }
 
 static unsigned hash_work(const work_struct *w)
@@ -218,6 +219,7 @@ static worker_pool *new_pool()
 		return nullptr;
 	}
 	gl.pools.push_back(p);
+	gl.nr_pools.store(gl.pools.size(), std::memory_order_release);
 	return p;
 }
 

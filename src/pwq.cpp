@@ -15,7 +15,7 @@ worker_pool *get_work_pool(work_struct *work)
 {
 	unsigned long data = work_data(work);
 	if (data & WORK_STRUCT_PWQ)
-		return data_pwq(data)->pool;
+		return pwq_pool(data_pwq(data));
 	unsigned long id = offq_pool(data);
 	if (id == WORK_OFFQ_POOL_NONE)
 		return nullptr;
@@ -150,10 +150,14 @@ static bool take_node_slot(pool_workqueue *pwq, wq_node_nr_active *nna, deferred
 // A slot of pwq's node was handed to it by another pool's completion
 // (deferred, pwq->pool->lock not held): activate one item there. Whether
 // one was activated; if not, the caller offers the slot on.
-bool node_activate_handoff(pool_workqueue *pwq, deferred &d)
+bool node_activate_handoff(pool_workqueue *pwq, wq_node_nr_active *nna, deferred &d) NO_THREAD_SAFETY_ANALYSIS
 {
-	lock_guard lk(pwq->pool->lock);
-	return take_node_slot(pwq, pwq_nna(pwq), d);
+	// It may have been released (and reused) since it was handed over.
+	worker_pool *pool = pwq_pool(pwq);
+	lock_guard lk(pool->lock);
+	if (pwq_pool(pwq) != pool || pwq->released || pwq_nna(pwq) != nna)
+		return false;
+	return take_node_slot(pwq, nna, d);
 }
 
 static void pwq_dec_nr_active(pool_workqueue *pwq, deferred &d) REQUIRES(pwq->pool->lock)
@@ -206,6 +210,7 @@ void node_activate_pending(pool_workqueue *pwq, wq_node_nr_active *nna, deferred
 			// Activated after our lock is dropped; busy_refs keeps the
 			// workqueue (and so the pwq) from being freed meanwhile.
 			next->wq->busy_refs.fetch_add(1, std::memory_order_acq_rel);
+			d.activate_nna[d.nr_activate] = nna;
 			d.activate[d.nr_activate++] = next;
 		} else {
 			lock_guard lk(nna->lock);
@@ -274,15 +279,52 @@ bool test_and_set_pending(work_struct *work)
 	return __atomic_fetch_or(&work->data, WORK_STRUCT_PENDING, __ATOMIC_ACQ_REL) & WORK_STRUCT_PENDING;
 }
 
-pool_workqueue *new_pwq(workqueue_struct *wq, worker_pool *pool)
+// A released pwq of wq becomes a new one on `pool`. Lock-free readers may
+// still hold its address (from a CPU slot or an item's state word, loaded
+// before it was released): they lock the pool they read from it and check
+// that it still belongs there. So the old pool's lock is held while the pwq
+// is reset and moved: a reader under that lock sees it either released or
+// belonging elsewhere, and retries. The memory is never returned, so a
+// stale address always points at a pwq of this workqueue (type-stable, as
+// the kernel's SLAB_TYPESAFE_BY_RCU objects are).
+static void pwq_recycle(pool_workqueue *pwq, worker_pool *pool) NO_THREAD_SAFETY_ANALYSIS
 {
-	auto *pwq = new pool_workqueue;
-	pwq->wq = wq;
-	pwq->pool = pool;
+	worker_pool *old = pwq->pool;
+	lock_guard lk(old->lock);
+	pwq->refcnt = 1;
+	pwq->nr_in_flight = 0;
+	for (int &c : pwq->nr_in_flight_color)
+		c = 0;
+	pwq->nr_active = 0;
+	pwq->plugged = false;
+	pwq->released = false;
+	pwq->on_pending = false;
+	pwq->on_mayday = false;
 	INIT_LIST_HEAD(&pwq->inactive_works);
 	INIT_LIST_HEAD(&pwq->pwqs_node);
-	if (wq->flags & WQ_UNBOUND)
+	for (auto &st : pwq->stats)
+		st.store(0, std::memory_order_relaxed);
+	if (pwq->wq->flags & WQ_UNBOUND)
 		pwq->slot_node = pool->node >= 0 ? pool->node : g().nr_nodes;
+	__atomic_store_n(&pwq->pool, pool, __ATOMIC_RELEASE);
+}
+
+pool_workqueue *new_pwq(workqueue_struct *wq, worker_pool *pool) REQUIRES(wq->mutex)
+{
+	pool_workqueue *pwq;
+	if (!wq->free_pwqs.empty()) {
+		pwq = wq->free_pwqs.back();
+		wq->free_pwqs.pop_back();
+		pwq_recycle(pwq, pool);
+	} else {
+		pwq = new pool_workqueue;
+		pwq->wq = wq;
+		pwq->pool = pool;
+		INIT_LIST_HEAD(&pwq->inactive_works);
+		INIT_LIST_HEAD(&pwq->pwqs_node);
+		if (wq->flags & WQ_UNBOUND)
+			pwq->slot_node = pool->node >= 0 ? pool->node : g().nr_nodes;
+	}
 	return pwq;
 }
 
@@ -300,7 +342,16 @@ void pwq_release(pool_workqueue *pwq, deferred &d)
 			lock_guard nl(nna->lock);
 			nna_remove_pending(nna, pwq);
 		}
-		wq->retired.push_back(pwq);
+		// Its counters stay in the workqueue's totals; the pwq itself is
+		// reused by the next attribute change (new_pwq).
+		for (int i = 0; i < PWQ_NR_STATS; i++)
+			wq->retired_stats[i] += pwq->stats[i].load(std::memory_order_relaxed);
+		{
+			lock_guard ml(wq->mayday_lock);
+			auto &m = wq->maydays;
+			m.erase(std::remove(m.begin(), m.end(), pwq), m.end());
+		}
+		wq->free_pwqs.push_back(pwq);
 		if ((wq->flags & __WQ_ORDERED) && !list_empty(&wq->pwqs)) {
 			auto *next = container_of(wq->pwqs.next, pool_workqueue, pwqs_node);
 			lock_guard lk(next->pool->lock);

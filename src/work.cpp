@@ -78,7 +78,7 @@ static void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work) 
 				cpu = wq_select_unbound_cpu(cpu);
 		}
 		pool_workqueue *pwq = wq->cpu_pwq[static_cast<size_t>(cpu)].load(std::memory_order_acquire);
-		worker_pool *pool = pwq->pool;
+		worker_pool *pool = pwq_pool(pwq);
 		worker_pool *last_pool = (wqf & __WQ_ORDERED) ? nullptr : get_work_pool(work);
 		if (last_pool && last_pool != pool) {
 			last_pool->lock.lock();
@@ -93,7 +93,9 @@ static void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work) 
 		} else {
 			pool->lock.lock();
 		}
-		if (pwq->refcnt == 0 || pwq->released) {
+		// Released (and perhaps reused elsewhere) since the slot was read:
+		// look again.
+		if (pwq_pool(pwq) != pool || pwq->refcnt == 0 || pwq->released) {
 			pool->lock.unlock();
 			int n = 0;
 			spin_pause(n);
@@ -162,7 +164,7 @@ static int try_to_grab_pending(work_struct *work, unsigned cflags)
 		if (!(data & WORK_STRUCT_PWQ))
 			return -EAGAIN;
 		pool_workqueue *pwq = data_pwq(data);
-		if (pwq->pool != pool)
+		if (pwq_pool(pwq) != pool)
 			return -EAGAIN;
 		// Barriers linked behind an inactive item go to the worklist with
 		// it; the item itself keeps INACTIVE so it gives back no slot.
@@ -297,7 +299,7 @@ static bool do_flush_work(work_struct *work, bool from_cancel)
 		unsigned long data = work_data(work);
 		pool_workqueue *pwq;
 		worker *w = nullptr;
-		if ((data & WORK_STRUCT_PWQ) && data_pwq(data)->pool == pool) {
+		if ((data & WORK_STRUCT_PWQ) && pwq_pool(data_pwq(data)) == pool) {
 			pwq = data_pwq(data);
 		} else {
 			w = find_worker_executing_work(pool, work);

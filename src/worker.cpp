@@ -349,12 +349,12 @@ void deferred::run()
 	for (int i = 0; i < nr_activate; i++) {
 		pool_workqueue *pwq = activate[i];
 		deferred d;
-		bool activated = node_activate_handoff(pwq, d);
+		bool activated = node_activate_handoff(pwq, activate_nna[i], d);
 		d.run();
 		if (!activated) {
 			// Nothing there after all: offer the slot to the next waiter.
 			deferred d2;
-			node_activate_pending(nullptr, pwq_nna(pwq), d2);
+			node_activate_pending(nullptr, activate_nna[i], d2);
 			d2.run();
 		}
 		pwq->wq->busy_refs.fetch_sub(1, std::memory_order_acq_rel);

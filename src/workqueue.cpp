@@ -56,9 +56,9 @@ struct pwq_plan {
 	std::vector<int> effective;
 };
 
-// Build the pwqs for attrs (G held). Nothing is installed yet.
+// Build the pwqs for attrs (G and W held). Nothing is installed yet.
 static int plan_unbound_pwqs(workqueue_struct *wq, const workqueue_attrs &attrs, pwq_plan &plan)
-	REQUIRES(g().pool_mutex)
+	REQUIRES(g().pool_mutex, wq->mutex)
 {
 	auto &gl = g();
 	std::vector<int> eff = intersect(mask_to_vec(attrs.cpumask), gl.unbound_cpus);
@@ -557,7 +557,7 @@ void destroy_workqueue(struct workqueue_struct *wq)
 	}
 	{
 		lock_guard wk(wq->mutex);
-		for (auto *pwq : wq->retired)
+		for (auto *pwq : wq->free_pwqs)
 			delete pwq;
 	}
 	for (auto *nna : wq->node_nr_active)
@@ -609,6 +609,8 @@ bool workqueue_congested(int cpu, struct workqueue_struct *wq)
 		if (cpu < 0 || cpu >= static_cast<int>(wq->cpu_pwq.size()) || !wq->cpu_pwq[static_cast<size_t>(cpu)].load())
 			cpu = g().usable.front();
 	}
+	// Under W the slot's pwq cannot be released and reused meanwhile.
+	lock_guard wk(wq->mutex);
 	pool_workqueue *pwq = wq->cpu_pwq[static_cast<size_t>(cpu)].load();
 	lock_guard lk(pwq->pool->lock);
 	return !list_empty(&pwq->inactive_works);
