@@ -28,6 +28,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <dirent.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -150,6 +152,7 @@ std::mutex state_mu;
 std::shared_ptr<server> current;     // L: state_mu
 char path_buf[sizeof(sockaddr_un::sun_path)]; // L: state_mu for writes
 std::atomic<bool> path_valid{false};
+std::atomic<pid_t> current_owner{0}; // the process whose socket path_buf names
 bool hooks_installed = false;        // L: state_mu
 
 bool peer_allowed(int fd, uid_t &peer_uid)
@@ -490,9 +493,55 @@ int open_socket(const std::string &path, int &fd_out)
 	return 0;
 }
 
+// The sockets in dir of processes that no longer exist: <pid>.sock files,
+// owned by this user, that accept no connection and whose pid is gone.
+// A live process's socket (it accepts, or its pid exists) is left alone.
+int remove_stale_sockets(const std::string &dir)
+{
+	int removed = 0;
+	DIR *d = ::opendir(dir.c_str());
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while (dirent *e = ::readdir(d)) {
+		std::string name = e->d_name;
+		if (name.size() <= 5 || name.compare(name.size() - 5, 5, ".sock") != 0)
+			continue;
+		char *end;
+		long pid = std::strtol(name.c_str(), &end, 10);
+		if (pid <= 0 || std::string(end) != ".sock" || pid == getpid())
+			continue;
+		std::string path = dir + "/" + name;
+		struct stat st{};
+		if (::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != ::geteuid())
+			continue;
+		if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH)
+			continue; // the process exists (perhaps starting, or not ours)
+		int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		sockaddr_un a{};
+		a.sun_family = AF_UNIX;
+		std::snprintf(a.sun_path, sizeof(a.sun_path), "%s", path.c_str());
+		int rc = ::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a));
+		::close(fd);
+		if (rc != 0 && ::unlink(path.c_str()) == 0)
+			removed++;
+	}
+	::closedir(d);
+	return removed;
+}
+
 // ---- process hooks --------------------------------------------------------------
 
 void at_exit() { cmwq_control_stop(); }
+
+// quick_exit runs no atexit handlers and no destructors: only remove the
+// socket (the server thread dies with the process).
+void at_quick_exit_hook()
+{
+	if (path_valid.load(std::memory_order_acquire) && current_owner.load() == getpid())
+		::unlink(path_buf);
+}
 
 void before_fork() { state_mu.lock(); }
 void after_fork_parent() { state_mu.unlock(); }
@@ -535,6 +584,7 @@ extern "C" int cmwq_control_start(void)
 		return rc;
 	if (int rc = clear_stale(path))
 		return rc;
+	remove_stale_sockets(dir); // sockets of processes that died without stopping it
 	auto s = std::make_shared<server>();
 	s->owner = getpid();
 	if (int rc = open_socket(path, s->listen_fd))
@@ -549,7 +599,7 @@ extern "C" int cmwq_control_start(void)
 	s->wake_wr = p[1];
 
 	if (!hooks_installed) {
-		if (std::atexit(at_exit) != 0 ||
+		if (std::atexit(at_exit) != 0 || std::at_quick_exit(at_quick_exit_hook) != 0 ||
 		    pthread_atfork(before_fork, after_fork_parent, after_fork_child) != 0) {
 			::unlink(path.c_str());
 			return refuse("cannot register the exit and fork hooks", ENOMEM);
@@ -574,9 +624,15 @@ extern "C" int cmwq_control_start(void)
 		return refuse(std::string("cannot create the server thread: ") + std::strerror(rc), rc);
 	}
 	std::memcpy(path_buf, path.c_str(), path.size() + 1);
+	current_owner.store(getpid());
 	path_valid.store(true, std::memory_order_release);
 	current = std::move(s);
 	return 0;
+}
+
+extern "C" int cmwq_control_remove_stale(void)
+{
+	return remove_stale_sockets(socket_dir());
 }
 
 extern "C" void cmwq_control_stop(void)

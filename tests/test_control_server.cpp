@@ -781,3 +781,73 @@ TEST_F(control_attrs, control_parameter_starts_and_stops_the_endpoint)
 	EXPECT_EQ(cmwq_control_path(), nullptr);
 }
 
+
+TEST_F(control_endpoint, quick_exit_removes_the_socket)
+{
+	start(); // installs the process hooks, inherited by the child
+	cmwq_control_stop();
+	pid_t pid = ::fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		if (cmwq_control_start() != 0)
+			_exit(2);
+		std::string mine = cmwq_control_path();
+		if (!fs::exists(fs::symlink_status(mine)))
+			_exit(3);
+		std::quick_exit(0);
+	}
+	int status = 0;
+	ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+	ASSERT_TRUE(WIFEXITED(status)) << status;
+	ASSERT_EQ(WEXITSTATUS(status), 0);
+	EXPECT_FALSE(fs::exists(fs::symlink_status(dir() + "/" + std::to_string(pid) + ".sock")))
+		<< "quick_exit left the socket behind";
+}
+
+namespace {
+// A socket file at path that nobody listens on (what a killed process leaves).
+void leave_socket(const std::string &path)
+{
+	int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+	ASSERT_GE(fd, 0);
+	sockaddr_un a{};
+	a.sun_family = AF_UNIX;
+	std::snprintf(a.sun_path, sizeof(a.sun_path), "%s", path.c_str());
+	ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
+	::close(fd);
+}
+
+pid_t dead_pid()
+{
+	pid_t pid = ::fork();
+	if (pid == 0)
+		_exit(0);
+	int status;
+	::waitpid(pid, &status, 0);
+	return pid;
+}
+} // namespace
+
+TEST_F(control_endpoint, sockets_of_dead_processes_are_removed_live_ones_kept)
+{
+	std::string mine = start();
+	std::string dead = dir() + "/" + std::to_string(dead_pid()) + ".sock";
+	std::string dead2 = dir() + "/" + std::to_string(dead_pid()) + ".sock";
+	// The parent of this test is alive; its (unserved) socket is not ours to judge.
+	std::string alive = dir() + "/" + std::to_string(::getppid()) + ".sock";
+	leave_socket(dead);
+	leave_socket(dead2);
+	leave_socket(alive);
+	EXPECT_EQ(cmwq_control_remove_stale(), 2);
+	EXPECT_FALSE(fs::exists(fs::symlink_status(dead)));
+	EXPECT_FALSE(fs::exists(fs::symlink_status(dead2)));
+	EXPECT_TRUE(fs::exists(fs::symlink_status(alive)));
+	EXPECT_TRUE(fs::exists(fs::symlink_status(mine)));
+	// Starting the endpoint sweeps too.
+	leave_socket(dead);
+	cmwq_control_stop();
+	start();
+	EXPECT_FALSE(fs::exists(fs::symlink_status(dead)));
+	EXPECT_TRUE(fs::exists(fs::symlink_status(alive)));
+	::unlink(alive.c_str());
+}

@@ -6,6 +6,8 @@
 // disagree about what a value means.
 #include "ctl_client.hpp"
 
+#include <cmwq/control.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -57,6 +59,7 @@ constexpr command commands[] = {
 
 int list_processes()
 {
+	cmwq_control_remove_stale(); // sockets of dead processes of this user
 	std::printf("%-8s %-16s %s\n", "PID", "COMM", "SOCKET");
 	for (const auto &dir : ctl_client::socket_dirs()) {
 		for (const auto &name : ctl_client::list_dir(dir)) {

@@ -18,6 +18,14 @@ int cmwq_control_start(void);
 void cmwq_control_stop(void);
 /* The socket path while running, else NULL. */
 const char *cmwq_control_path(void);
+/*
+ * Removes this user's sockets of processes that no longer exist (a process
+ * killed, or one that ended with _exit, leaves its socket behind; exit and
+ * quick_exit remove it). A socket whose process exists or that accepts a
+ * connection is left alone. Returns how many were removed, or a negative
+ * errno. cmwq_control_start does this too; `wqctl` does it before listing.
+ */
+int cmwq_control_remove_stale(void);
 
 #ifdef __cplusplus
 }
