@@ -70,12 +70,21 @@ void thread_start_failed(const char *what, int err, const char *then);
 // public call, which then returns its failure value; always true, for
 // `if (!p && null_arg("call", "p")) return ...;`.
 bool null_arg(const char *call, const char *arg);
+// Context: fork (fork.cpp). The one-time-message lock around fork.
+void warn_fork_lock();
+void warn_fork_unlock();
 // Context: any. The function's symbol name, or its address.
 std::string func_name(work_func_t f);
 // Context: any (takes an internal lock). Prints msg once per key.
 void warn_once_msg(const std::string &key, const std::string &msg);
 
 // ---- timer.cpp --------------------------------------------------------------
+
+// Context: fork (fork.cpp). Take the timer lock; release it in the parent
+// (dropped NULL) or in the child, where every armed timer is disarmed and
+// passed to dropped and the thread is forgotten.
+void timer_fork_lock();
+void timer_fork_unlock(void (*dropped)(timer_list *));
 
 // Context: any lock but the timer lock. Arms (or re-arms) t.
 void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *));
@@ -186,12 +195,20 @@ void worker_set_running(worker *w) REQUIRES(w->pool->lock);
 // kernel's power-of-two schedule.
 void hog_report(work_func_t fn);
 
+// Context: fork (fork.cpp). The hog table's lock around fork.
+void hog_fork_lock();
+void hog_fork_unlock();
+
 // ---- work.cpp ---------------------------------------------------------------
 
 // Context: any. The calling thread's CPU if usable, else a usable one.
 int current_cpu();
 // Context: no lock. Warns if the running work item's wait on target could deadlock.
 void check_flush_dependency(workqueue_struct *target, work_struct *target_work);
+
+// Context: a fork child, every engine lock held. A dropped timer: if it was
+// a delayed work's, the item is idle again (not pending).
+void forget_delayed_work_timer(timer_list *t);
 
 // ---- rescuer.cpp ------------------------------------------------------------
 
@@ -201,6 +218,8 @@ void pool_mayday_timeout(timer_list *t);
 // false (with a message) if its thread cannot start.
 bool rescuer_start(workqueue_struct *wq);
 void rescuer_stop(workqueue_struct *wq);
+// Context: a fork child, no lock. A new thread for wq's rescuer.
+void rescuer_fork_child(workqueue_struct *wq);
 
 // ---- dump.cpp ---------------------------------------------------------------
 
@@ -212,6 +231,10 @@ void show_wq(FILE *f, workqueue_struct *wq, uint64_t now) REQUIRES(wq->mutex);
 
 // Context: start-up.
 void monitor_start();
+// Context: fork (fork.cpp). The monitor's locks; in the child its thread is
+// forgotten (monitor_start starts a new one).
+void monitor_fork_lock();
+void monitor_fork_unlock(bool child);
 // Context: any.
 void watchdog_touch(int cpu);
 
@@ -224,6 +247,11 @@ void ensure_started();
 // Context: G held, or start-up. The topology from /sys (or CMWQ_SYSFS_ROOT)
 // at the given cache_shard size, restricted to the CPUs this process may use.
 topology read_topology(unsigned shard);
+
+// ---- fork.cpp ---------------------------------------------------------------
+
+// Context: start-up. The pthread_atfork handlers that let a child use cmwq.
+void fork_handlers_install();
 
 // ---- workqueue.cpp ----------------------------------------------------------
 

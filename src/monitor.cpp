@@ -255,6 +255,24 @@ void monitor_start()
 	m.started = true;
 }
 
+void monitor_fork_lock() NO_THREAD_SAFETY_ANALYSIS
+{
+	ms().lock.lock();
+	g().monitor.lock.lock();
+}
+
+void monitor_fork_unlock(bool child) NO_THREAD_SAFETY_ANALYSIS
+{
+	if (child) {
+		// The monitor thread is the parent's: the child starts its own.
+		ms().started = false;
+		ms().retry_ns = 0;
+		g().monitor.armed = false;
+	}
+	g().monitor.lock.unlock();
+	ms().lock.unlock();
+}
+
 void watchdog_touch(int cpu)
 {
 	(void)cpu;

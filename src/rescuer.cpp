@@ -158,6 +158,32 @@ bool rescuer_start(workqueue_struct *wq)
 	return true;
 }
 
+void rescuer_fork_child(workqueue_struct *wq) NO_THREAD_SAFETY_ANALYSIS
+{
+	worker *r = wq->rescuer;
+	// The parent's rescuer thread does not exist here: same worker, fresh state.
+	INIT_LIST_HEAD(&r->entry);
+	INIT_LIST_HEAD(&r->scheduled);
+	r->pool = nullptr;
+	r->current_work = nullptr;
+	r->current_func = nullptr;
+	r->current_pwq = nullptr;
+	r->hnext = nullptr;
+	r->flags = WORKER_PREP | WORKER_UNBOUND;
+	r->sleeping = false;
+	r->hint_depth = 0;
+	r->rescue_stop = false;
+	r->tid = 0;
+	r->wake.store(0);
+	r->pins.store(1);
+	if (int err = spawn_thread(rescuer_thread, r)) {
+		wq->rescuer = nullptr;
+		delete r;
+		thread_start_failed("rescuer", err,
+				    ("workqueue " + wq->name + " has no rescuer in this fork child").c_str());
+	}
+}
+
 void rescuer_stop(workqueue_struct *wq)
 {
 	worker *r = wq->rescuer;

@@ -100,14 +100,28 @@ bool null_arg(const char *call, const char *arg)
 	return true;
 }
 
+namespace {
+struct warn_state {
+	mutex lock;
+	std::set<std::string> seen; // lock
+};
+warn_state &warns()
+{
+	static warn_state *w = new warn_state; // never freed: workers may outlive main
+	return *w;
+}
+} // namespace
+
 void warn_once_msg(const std::string &key, const std::string &msg)
 {
-	static mutex *m = new mutex;
-	static std::set<std::string> *seen = new std::set<std::string>;
-	lock_guard lk(*m);
-	if (seen->insert(key).second)
+	auto &w = warns();
+	lock_guard lk(w.lock);
+	if (w.seen.insert(key).second)
 		fprintf(stderr, "%s\n", msg.c_str());
 }
+
+void warn_fork_lock() NO_THREAD_SAFETY_ANALYSIS { warns().lock.lock(); }
+void warn_fork_unlock() NO_THREAD_SAFETY_ANALYSIS { warns().lock.unlock(); }
 
 void spin_pause(int &n)
 {

@@ -154,6 +154,25 @@ void timer_retry_start()
 		start_thread_locked(b);
 }
 
+void timer_fork_lock() NO_THREAD_SAFETY_ANALYSIS { tb().lock.lock(); }
+
+void timer_fork_unlock(void (*dropped)(timer_list *)) NO_THREAD_SAFETY_ANALYSIS
+{
+	auto &b = tb();
+	if (dropped) {
+		// In a fork child: the armed timers and the thread are the
+		// parent's. Each timer is disarmed and handed to `dropped`.
+		for (timer_list *t : b.heap) {
+			t->heap_index = -1;
+			dropped(t);
+		}
+		b.heap.clear();
+		b.started = false;
+		b.retry_ns = 0;
+	}
+	b.lock.unlock();
+}
+
 bool timer_delete(timer_list *t)
 {
 	auto &b = tb();

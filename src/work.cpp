@@ -132,6 +132,16 @@ static void delayed_work_timer_fn(timer_list *t)
 	do_queue_work(dw->cpu, dw->wq, &dw->work);
 }
 
+void forget_delayed_work_timer(timer_list *t)
+{
+	if (t->function != delayed_work_timer_fn)
+		return;
+	work_struct *w = &container_of(t, delayed_work, timer)->work;
+	unsigned long data = work_data(w);
+	__atomic_store_n(&w->data, make_offq(offq_pool(data), offq_depth(data), data & (1UL << WORK_OFFQ_BH_BIT)),
+			 __ATOMIC_RELEASE);
+}
+
 static void do_queue_delayed_work(int cpu, workqueue_struct *wq, delayed_work *dw, unsigned long delay)
 {
 	if (!delay) {

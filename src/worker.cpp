@@ -86,6 +86,9 @@ static hog_table &hogs()
 	return *t;
 }
 
+void hog_fork_lock() NO_THREAD_SAFETY_ANALYSIS { hogs().lock.lock(); }
+void hog_fork_unlock() NO_THREAD_SAFETY_ANALYSIS { hogs().lock.unlock(); }
+
 static bool is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
 
 void hog_report(work_func_t fn)

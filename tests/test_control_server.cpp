@@ -830,9 +830,12 @@ pid_t dead_pid()
 
 TEST_F(control_endpoint, sockets_of_dead_processes_are_removed_live_ones_kept)
 {
+	// Forked before the endpoint runs: a child of a running endpoint starts
+	// its own, and _exit would leave that socket too.
+	pid_t d1 = dead_pid(), d2 = dead_pid();
 	std::string mine = start();
-	std::string dead = dir() + "/" + std::to_string(dead_pid()) + ".sock";
-	std::string dead2 = dir() + "/" + std::to_string(dead_pid()) + ".sock";
+	std::string dead = dir() + "/" + std::to_string(d1) + ".sock";
+	std::string dead2 = dir() + "/" + std::to_string(d2) + ".sock";
 	// The parent of this test is alive; its (unserved) socket is not ours to judge.
 	std::string alive = dir() + "/" + std::to_string(::getppid()) + ".sock";
 	leave_socket(dead);
