@@ -104,6 +104,22 @@ void params_load_env();
 // Context: any. The accepted values of a parameter, for messages; NULL if unknown.
 const char *param_accepted(const char *name);
 
+// ---- debug.cpp --------------------------------------------------------------
+
+// Context: any. Whether cmwq.debug_objects is on (a relaxed load).
+bool debug_objects_on();
+// Context: no lock; debug_objects on. Whether w may be queued: an item the
+// library has seen, or one that looks initialised; else a message naming
+// the call, and false.
+bool debug_check_queue(work_struct *w, const char *call);
+// Context: any lock but the registry's; debug_objects on. w was queued or
+// its timer armed / its PENDING was released.
+void debug_work_active(work_struct *w);
+void debug_work_idle(work_struct *w);
+// Context: any. Whether a public call must refuse wq: NULL, destroyed or not
+// a workqueue (with a message naming the call). One load when it is fine.
+bool wq_refused(const workqueue_struct *wq, const char *call);
+
 // ---- pool.cpp ---------------------------------------------------------------
 
 extern constinit thread_local worker *tl_worker; // constinit: no TLS init wrapper

@@ -377,7 +377,17 @@ inline worker_pool *pwq_pool(const pool_workqueue *pwq)
 
 } // namespace cmwq::detail
 
+// workqueue_struct::magic while the workqueue exists, and after destroy.
+inline constexpr uint32_t WQ_MAGIC_LIVE = 0x77716c76;  // "wqlv"
+inline constexpr uint32_t WQ_MAGIC_DEAD = 0x77716464;  // "wqdd"
+
 struct workqueue_struct {
+	// First checked by every public call that takes a workqueue, so use
+	// after destroy_workqueue is refused while the memory is still ours (and
+	// always under cmwq.debug_objects, which keeps it). Not the first field:
+	// the allocator writes there when the memory is freed.
+	uint64_t guard_pad[2] = {};      // I
+	std::atomic<uint32_t> magic{WQ_MAGIC_LIVE}; // A
 	cmwq::detail::mutex mutex;       // W
 	std::string name;                // I
 	unsigned flags = 0;              // I: creation flags

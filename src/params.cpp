@@ -147,6 +147,15 @@ std::vector<param> &table()
 					p.watchdog_thresh, 3600ul));
 		v->push_back(bool_param("workqueue.debug_force_rr_cpu", p.debug_force_rr_cpu));
 		v->push_back(bool_param("cmwq.wake_under_lock", p.wake_under_lock));
+		v->push_back({"cmwq.debug_objects", "Y, N, 1, 0", true,
+			      [] { return std::string(debug_objects_on() ? "Y" : "N"); },
+			      [](const std::string &s) {
+				      bool b;
+				      if (!parse_bool(s, b))
+					      return -EINVAL;
+				      __atomic_store_n(&cmwq_debug_objects, b ? 1 : 0, __ATOMIC_RELAXED);
+				      return 0;
+			      }});
 		v->push_back(fail_param("cmwq.fail_worker_creation", p.fail_worker_creation));
 		v->push_back(fail_param("cmwq.fail_thread_creation", p.fail_thread_creation));
 		v->push_back(uint_param("cmwq.idle_spin_ns", "an integer of nanoseconds (0: sleep at once)",

@@ -255,6 +255,8 @@ void insert_work(pool_workqueue *pwq, work_struct *work, list_head *head, unsign
 			 __ATOMIC_RELEASE);
 	list_add_tail(&work->entry, head);
 	get_pwq(pwq);
+	if (debug_objects_on())
+		debug_work_active(work);
 }
 
 void clear_pending_keep_offq(work_struct *work)

@@ -150,6 +150,8 @@ static void do_queue_delayed_work(int cpu, workqueue_struct *wq, delayed_work *d
 	}
 	dw->wq = wq;
 	dw->cpu = cpu;
+	if (debug_objects_on())
+		debug_work_active(&dw->work);
 	timer_add(&dw->timer, now_ns() + static_cast<uint64_t>(delay) * 1000000ull, delayed_work_timer_fn);
 }
 
@@ -225,6 +227,8 @@ static bool do_cancel_work(work_struct *work, unsigned cflags)
 	}
 	__atomic_store_n(&work->data, make_offq(offq_pool(data), depth, data & (1UL << WORK_OFFQ_BH_BIT)),
 			 __ATOMIC_RELEASE);
+	if (ret && debug_objects_on())
+		debug_work_idle(work);
 	return ret != 0;
 }
 
@@ -336,13 +340,31 @@ static bool do_flush_work(work_struct *work, bool from_cancel)
 
 using namespace cmwq::detail;
 
+namespace {
+// Whether a queue call must refuse work: NULL, without a function (a zeroed,
+// never initialised item would crash the worker), or under
+// cmwq.debug_objects an item that was never initialised.
+bool work_refused(work_struct *work, const char *call)
+{
+	if (!work)
+		return null_arg(call, "work");
+	if (!work->func) {
+		char key[80], addr[32];
+		snprintf(addr, sizeof(addr), "%p", static_cast<void *>(work));
+		snprintf(key, sizeof(key), "nofunc-%s-%s", call, addr);
+		warn_once_msg(key, std::string("cmwq: ") + call + "(): work item " + addr +
+					   " has no function (never initialised with INIT_WORK?); not queued");
+		return true;
+	}
+	return debug_objects_on() && !debug_check_queue(work, call);
+}
+} // namespace
+
 extern "C" {
 
 bool queue_work_on(int cpu, workqueue_struct *wq, work_struct *work)
 {
-	if (!wq && null_arg("queue_work_on", "wq"))
-		return false;
-	if (!work && null_arg("queue_work_on", "work"))
+	if (wq_refused(wq, "queue_work_on") || work_refused(work, "queue_work_on"))
 		return false;
 	if (test_and_set_pending(work))
 		return false;
@@ -354,9 +376,7 @@ bool queue_work_on(int cpu, workqueue_struct *wq, work_struct *work)
 
 bool queue_work_node(int node, workqueue_struct *wq, work_struct *work)
 {
-	if (!wq && null_arg("queue_work_node", "wq"))
-		return false;
-	if (!work && null_arg("queue_work_node", "work"))
+	if (wq_refused(wq, "queue_work_node") || work_refused(work, "queue_work_node"))
 		return false;
 	if (!(wq->flags & WQ_UNBOUND))
 		warn_once_msg("qwn-percpu", "cmwq: queue_work_node() on per-CPU workqueue " + wq->name +
@@ -379,9 +399,9 @@ bool queue_work_node(int node, workqueue_struct *wq, work_struct *work)
 
 bool queue_delayed_work_on(int cpu, workqueue_struct *wq, delayed_work *dwork, unsigned long delay)
 {
-	if (!wq && null_arg("queue_delayed_work_on", "wq"))
-		return false;
 	if (!dwork && null_arg("queue_delayed_work_on", "dwork"))
+		return false;
+	if (wq_refused(wq, "queue_delayed_work_on") || work_refused(&dwork->work, "queue_delayed_work_on"))
 		return false;
 	if (test_and_set_pending(&dwork->work))
 		return false;
@@ -393,9 +413,9 @@ bool queue_delayed_work_on(int cpu, workqueue_struct *wq, delayed_work *dwork, u
 
 bool mod_delayed_work_on(int cpu, workqueue_struct *wq, delayed_work *dwork, unsigned long delay)
 {
-	if (!wq && null_arg("mod_delayed_work_on", "wq"))
-		return false;
 	if (!dwork && null_arg("mod_delayed_work_on", "dwork"))
+		return false;
+	if (wq_refused(wq, "mod_delayed_work_on") || work_refused(&dwork->work, "mod_delayed_work_on"))
 		return false;
 	int ret = work_grab_pending(&dwork->work, WORK_CANCEL_DELAYED);
 	if (!clear_pending_if_disabled(&dwork->work))

@@ -154,6 +154,8 @@ static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES
 	__atomic_exchange_n(&work->data, make_offq(static_cast<unsigned long>(pool->id), 0,
 						    pool->flags & POOL_BH),
 			    __ATOMIC_ACQ_REL);
+	if (debug_objects_on())
+		debug_work_idle(work);
 	PWQ_STAT_ADD_LOCKED(pwq, PWQ_STAT_STARTED, 1);
 	// Written by this worker only (the monitor reads it): no locked add.
 	w->progress.store(w->progress.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);

@@ -504,7 +504,7 @@ struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags, in
 
 void destroy_workqueue(struct workqueue_struct *wq)
 {
-	if (!wq && null_arg("destroy_workqueue", "wq"))
+	if (wq_refused(wq, "destroy_workqueue"))
 		return;
 	auto &gl = g();
 	{
@@ -563,12 +563,17 @@ void destroy_workqueue(struct workqueue_struct *wq)
 	for (auto *nna : wq->node_nr_active)
 		delete nna;
 	{ lock_guard fk(wq->flush_mutex); }
-	delete wq;
+	// Later calls with this pointer are refused (wq_refused): always while
+	// the memory is not reused, and for sure under cmwq.debug_objects, which
+	// keeps it.
+	wq->magic.store(WQ_MAGIC_DEAD, std::memory_order_release);
+	if (!debug_objects_on())
+		delete wq;
 }
 
 void workqueue_set_max_active(struct workqueue_struct *wq, int max_active)
 {
-	if (!wq && null_arg("workqueue_set_max_active", "wq"))
+	if (wq_refused(wq, "workqueue_set_max_active"))
 		return;
 	if (wq->flags & (WQ_BH | __WQ_ORDERED)) {
 		fprintf(stderr, "workqueue: %s: max_active of %s workqueues cannot be changed\n", wq->name.c_str(),
@@ -586,7 +591,7 @@ void workqueue_set_max_active(struct workqueue_struct *wq, int max_active)
 
 void workqueue_set_min_active(struct workqueue_struct *wq, int min_active)
 {
-	if (!wq && null_arg("workqueue_set_min_active", "wq"))
+	if (wq_refused(wq, "workqueue_set_min_active"))
 		return;
 	if ((wq->flags & (WQ_BH | __WQ_ORDERED)) || !(wq->flags & WQ_UNBOUND)) {
 		fprintf(stderr, "workqueue: %s: min_active applies to unbound, non-ordered workqueues only\n",
@@ -601,7 +606,7 @@ void workqueue_set_min_active(struct workqueue_struct *wq, int min_active)
 
 bool workqueue_congested(int cpu, struct workqueue_struct *wq)
 {
-	if (!wq && null_arg("workqueue_congested", "wq"))
+	if (wq_refused(wq, "workqueue_congested"))
 		return false;
 	if (cpu == WORK_CPU_UNBOUND || cpu < 0 || cpu >= static_cast<int>(wq->cpu_pwq.size()) ||
 	    !wq->cpu_pwq[static_cast<size_t>(cpu)].load()) {
@@ -634,7 +639,7 @@ void free_workqueue_attrs(struct workqueue_attrs *attrs) { delete attrs; }
 
 int apply_workqueue_attrs(struct workqueue_struct *wq, const struct workqueue_attrs *attrs)
 {
-	if (!wq && null_arg("apply_workqueue_attrs", "wq"))
+	if (wq_refused(wq, "apply_workqueue_attrs"))
 		return -EINVAL;
 	if (!attrs && null_arg("apply_workqueue_attrs", "attrs"))
 		return -EINVAL;
@@ -687,7 +692,7 @@ void thaw_workqueues(void) { set_freezing(false); }
 
 extern "C" void __flush_workqueue(workqueue_struct *wq)
 {
-	if (!wq && null_arg("__flush_workqueue", "wq"))
+	if (wq_refused(wq, "flush_workqueue"))
 		return;
 	check_flush_dependency(wq, nullptr);
 	flush_workqueue_wait(wq);
@@ -695,7 +700,7 @@ extern "C" void __flush_workqueue(workqueue_struct *wq)
 
 extern "C" void drain_workqueue(workqueue_struct *wq)
 {
-	if (!wq && null_arg("drain_workqueue", "wq"))
+	if (wq_refused(wq, "drain_workqueue"))
 		return;
 	{
 		lock_guard lk(wq->mutex);

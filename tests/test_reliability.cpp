@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 #include <chrono>
@@ -299,4 +300,93 @@ TEST(memory, alternating_apply_workqueue_attrs_keeps_rss_bounded)
 	destroy_workqueue(wq);
 	free_workqueue_attrs(a[0]);
 	free_workqueue_attrs(a[1]);
+}
+
+namespace {
+std::atomic<int> dbg_runs{0};
+} // namespace
+// External and unmangled: messages name functions from the dynamic symbol table.
+extern "C" void dbg_fn(work_struct *) { dbg_runs++; }
+namespace {
+std::atomic<bool> dbg_release{false};
+void dbg_block_fn(work_struct *)
+{
+	while (!dbg_release.load())
+		std::this_thread::sleep_for(1ms);
+}
+} // namespace
+
+// Always on, no parameter needed: a zeroed (never initialised) item is
+// refused at queue time, and a destroyed workqueue is refused by every call
+// that takes one (destroy twice, flush after destroy) instead of crashing
+// or hanging. The message names the call.
+TEST(bad_input, zeroed_item_and_destroyed_workqueue_are_refused)
+{
+	work_struct zeroed{};
+	testing::internal::CaptureStderr();
+	EXPECT_FALSE(queue_work(system_dfl_wq, &zeroed));
+	workqueue_struct *wq = alloc_workqueue("t_destroyed", WQ_UNBOUND, 0);
+	ASSERT_NE(wq, nullptr);
+	ASSERT_EQ(cmwq_param_set("cmwq.debug_objects", "1"), 0); // keeps its memory for the checks below
+	destroy_workqueue(wq);
+	work_struct w;
+	INIT_WORK(&w, dbg_fn);
+	EXPECT_FALSE(queue_work(wq, &w));
+	flush_workqueue(wq);
+	drain_workqueue(wq);
+	destroy_workqueue(wq);
+	workqueue_set_max_active(wq, 2);
+	std::string err = testing::internal::GetCapturedStderr();
+	cmwq_param_set("cmwq.debug_objects", "0");
+	EXPECT_NE(err.find("queue_work_on(): work item "), std::string::npos) << err;
+	EXPECT_NE(err.find("has no function (never initialised with INIT_WORK?); not queued"), std::string::npos)
+		<< err;
+	EXPECT_NE(err.find("cmwq: flush_workqueue(): workqueue "), std::string::npos) << err;
+	EXPECT_NE(err.find("(t_destroyed) was destroyed; nothing done"), std::string::npos) << err;
+	EXPECT_NE(err.find("cmwq: destroy_workqueue(): workqueue "), std::string::npos) << err;
+	EXPECT_NE(err.find("cmwq: queue_work_on(): workqueue "), std::string::npos) << err;
+	EXPECT_EQ(dbg_runs.load(), 0);
+}
+
+// cmwq.debug_objects=1: garbage items are refused at queue time, and
+// INIT_WORK on a queued item leaves it alone (it still runs once) with a
+// message naming its function and workqueue.
+TEST(debug_objects, uninitialised_item_refused_and_init_of_queued_item_kept)
+{
+	ASSERT_EQ(cmwq_param_set("cmwq.debug_objects", "1"), 0);
+	char buf[16];
+	ASSERT_EQ(cmwq_param_get("cmwq.debug_objects", buf, sizeof(buf)), 0);
+	EXPECT_STREQ(buf, "Y");
+	workqueue_struct *wq = alloc_workqueue("t_dbg", WQ_UNBOUND, 1);
+	ASSERT_NE(wq, nullptr);
+	testing::internal::CaptureStderr();
+	// Garbage: a function, but links and state word that INIT_WORK never wrote.
+	work_struct garbage;
+	std::memset(&garbage, 0x5a, sizeof(garbage));
+	garbage.data = 0x5a5a5a5a5a5a5a5aUL & ~WORK_STRUCT_PENDING;
+	garbage.func = dbg_fn;
+	EXPECT_FALSE(queue_work(wq, &garbage));
+	// A queued item (behind a running one) initialised again.
+	work_struct blocker, queued;
+	INIT_WORK(&blocker, dbg_block_fn);
+	INIT_WORK(&queued, dbg_fn);
+	ASSERT_TRUE(queue_work(wq, &blocker));
+	ASSERT_TRUE(queue_work(wq, &queued));
+	INIT_WORK(&queued, nop_fn);
+	dbg_release = true;
+	flush_workqueue(wq);
+	std::string err = testing::internal::GetCapturedStderr();
+	EXPECT_EQ(dbg_runs.load(), 1) << "the queued item must run once, with its own function";
+	EXPECT_NE(err.find("cmwq: queue_work_on(): work item dbg_fn at "), std::string::npos) << err;
+	EXPECT_NE(err.find("was never initialised (INIT_WORK); not queued"), std::string::npos) << err;
+	EXPECT_NE(err.find("cmwq: INIT_WORK on work item dbg_fn while it is queued on workqueue t_dbg; left as it is"),
+		  std::string::npos)
+		<< err;
+	// Once run, it may be initialised and queued again.
+	INIT_WORK(&queued, dbg_fn);
+	EXPECT_TRUE(queue_work(wq, &queued));
+	flush_work(&queued);
+	EXPECT_EQ(dbg_runs.load(), 2);
+	destroy_workqueue(wq);
+	cmwq_param_set("cmwq.debug_objects", "0");
 }

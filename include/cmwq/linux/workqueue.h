@@ -120,7 +120,19 @@ enum {
 #define DECLARE_DELAYED_WORK(n, f) \
 	struct delayed_work n = __DELAYED_WORK_INITIALIZER(n, f)
 
-static inline void cmwq_init_work(struct work_struct *w, work_func_t f)
+/*
+ * cmwq.debug_objects=1 (the kernel's CONFIG_DEBUG_OBJECTS_WORK): the library
+ * tracks work items, and INIT_WORK asks it first. Non-zero while on.
+ */
+extern int cmwq_debug_objects;
+/*
+ * For INIT_WORK under cmwq.debug_objects: true (with a message naming the
+ * item's function and its workqueue) if w is queued or its timer is armed,
+ * and then INIT_WORK leaves it as it is, so the queued item is not lost.
+ */
+bool cmwq_debug_init_work(struct work_struct *w);
+
+static inline void cmwq_init_work_fields(struct work_struct *w, work_func_t f)
 {
 	w->data = WORK_STRUCT_NO_POOL;
 	w->entry.next = &w->entry;
@@ -128,9 +140,18 @@ static inline void cmwq_init_work(struct work_struct *w, work_func_t f)
 	w->func = f;
 }
 
+static inline void cmwq_init_work(struct work_struct *w, work_func_t f)
+{
+	if (__atomic_load_n(&cmwq_debug_objects, __ATOMIC_RELAXED) && cmwq_debug_init_work(w))
+		return;
+	cmwq_init_work_fields(w, f);
+}
+
 static inline void cmwq_init_delayed_work(struct delayed_work *dw, work_func_t f)
 {
-	cmwq_init_work(&dw->work, f);
+	if (__atomic_load_n(&cmwq_debug_objects, __ATOMIC_RELAXED) && cmwq_debug_init_work(&dw->work))
+		return;
+	cmwq_init_work_fields(&dw->work, f);
 	dw->timer.expires_ns = 0;
 	dw->timer.heap_index = -1;
 	dw->timer.flags = 0;
