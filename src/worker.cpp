@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <new>
 #include <cstdarg>
 #include <cstdio>
 #include <map>
@@ -308,7 +310,11 @@ static bool create_worker(worker_pool *pool)
 		warn_once_msg("create-fail", "cmwq: Failed to create a worker thread (injected by cmwq.fail_worker_creation)");
 		return false;
 	}
-	auto *w = new worker;
+	auto *w = new (std::nothrow) worker;
+	if (!w) {
+		thread_start_failed("worker", ENOMEM, "the work stays queued; retried after a 1 s cooldown");
+		return false;
+	}
 	INIT_LIST_HEAD(&w->entry);
 	INIT_LIST_HEAD(&w->scheduled);
 	w->pool = pool;
