@@ -11,7 +11,8 @@
 #   CMWQ_BUILD_TYPE    CMAKE_BUILD_TYPE (default: RelWithDebInfo)
 #   CMWQ_CMAKE_ARGS    extra configure arguments, split on whitespace
 #   CMWQ_JOBS          parallel build and test jobs (default: nproc)
-#   CMWQ_TEST_TIMEOUT  per-test timeout in seconds (default: 600)
+#   CMWQ_TEST_TIMEOUT  per-test timeout in seconds (default: 60; tests that need
+#                      longer say so with their own TIMEOUT)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -26,4 +27,4 @@ cmake --build "$build" -j "$jobs"
 cmake --install "$build" --prefix "$build/stage" >/dev/null
 echo "test: installed into $build/stage"
 ctest --test-dir "$build" --output-on-failure -j "$jobs" \
-	--timeout "${CMWQ_TEST_TIMEOUT:-600}"
+	--timeout "${CMWQ_TEST_TIMEOUT:-60}"

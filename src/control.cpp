@@ -548,10 +548,9 @@ void after_fork_parent() { state_mu.unlock(); }
 // The child has no server thread: forget the parent's server without
 // touching its socket (the parent still serves it). The thread's reference
 // keeps the object alive; its fds are the parent's to close, ours to drop.
-// An endpoint that was running is started again for the child.
+// The engine starts it again for the child with its first worker (fork.cpp).
 void after_fork_child()
 {
-	bool was_running = current != nullptr;
 	if (current) {
 		// Leaked on purpose: the parent's thread holds the other
 		// reference and does not exist here.
@@ -562,8 +561,6 @@ void after_fork_child()
 	}
 	path_valid.store(false, std::memory_order_release);
 	state_mu.unlock();
-	if (was_running)
-		cmwq_control_start();
 }
 
 } // namespace

@@ -7,11 +7,12 @@
 // parent's queued, running and delayed items are the parent's business, so
 // in the child they are dropped: off their lists, not pending, free to be
 // queued again; the counts that tracked them are zeroed and references they
-// held dropped. The rescuer and monitor threads are started again. The
-// control endpoint handles itself (control.cpp), restarted in the child
-// when the parent had it running. libdispatch and oneTBB refuse or hang in
-// such a child; GLib's thread pool keeps its dead threads.
+// held dropped. Rescuers get new threads; the monitor thread and, when the
+// parent had it running, the control endpoint start with the child's first
+// worker, so a child that only execs creates no thread.
 #include "engine.h"
+
+#include <cmwq/control.h>
 
 #include <pthread.h>
 
@@ -153,8 +154,22 @@ void rebuild_workqueues(std::vector<pool_workqueue *> &release) NO_THREAD_SAFETY
 	}
 }
 
+bool control_was_running; // in the parent, as the child's handler saw it
+
+// The child's first worker creation: threads the child needs only once it
+// uses cmwq (a child that execs at once creates none).
+void child_first_use()
+{
+	monitor_start();
+	if (control_was_running)
+		cmwq_control_start();
+}
+
 void fork_child() NO_THREAD_SAFETY_ANALYSIS
 {
+	// control.cpp's own child handler runs after this one and forgets the
+	// parent's endpoint; whether there was one is read here.
+	control_was_running = cmwq_control_path() != nullptr;
 	tl_worker = nullptr; // forked from a work item: this thread is no worker here
 	std::vector<pool_workqueue *> release;
 	rebuild_pools();
@@ -170,13 +185,14 @@ void fork_child() NO_THREAD_SAFETY_ANALYSIS
 	d.run();
 	for (auto *wq : rescued)
 		rescuer_fork_child(wq);
-	monitor_start();
+	g().child_first_use.store(true);
 }
 
 } // namespace
 
 void fork_handlers_install()
 {
+	g().child_start = child_first_use;
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 

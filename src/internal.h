@@ -451,6 +451,10 @@ struct globals {
 	// The pools' mayday timer function (rescuer.cpp), set at start-up so
 	// that pool.cpp arms it without calling up a floor.
 	void (*mayday_timeout)(timer_list *) = nullptr; // I
+	// In a fork child, what starts with its first worker (the monitor, the
+	// control endpoint): a child that only execs creates no thread.
+	std::atomic<bool> child_first_use{false};    // A
+	void (*child_start)() = nullptr;             // I: fork.cpp
 	// The monitor thread sleeps on this until a pool asks to be sampled.
 	struct {
 		mutex lock;

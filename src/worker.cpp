@@ -305,6 +305,9 @@ static void *worker_thread(void *arg)
 
 static bool create_worker(worker_pool *pool)
 {
+	auto &gl = g();
+	if (gl.child_first_use.load(std::memory_order_relaxed) && gl.child_first_use.exchange(false))
+		gl.child_start();
 	long f = params().fail_worker_creation.load();
 	if (f == -1 || (f > 0 && params().fail_worker_creation.compare_exchange_strong(f, f - 1))) {
 		warn_once_msg("create-fail", "cmwq: Failed to create a worker thread (injected by cmwq.fail_worker_creation)");

@@ -2,9 +2,12 @@
 // run and flush there; the parent's running, queued and delayed items are
 // not run in the child and can be queued again; the parent carries on.
 // Each child runs under alarm() so a hang fails it instead of the suite.
-// Under ThreadSanitizer the children are not run: its runtime refuses new
-// threads after a multi-threaded fork (and its lock tracker overflows on
-// the prepare handler's locks); the normal and ASan builds run them.
+// Under the sanitizers the children are not run: ThreadSanitizer refuses
+// new threads after a multi-threaded fork, and AddressSanitizer (GCC 12)
+// keeps its thread-registry lock across fork, so a child whose parent was
+// creating a thread at that moment hangs in its first pthread_create (seen
+// in a child's stack: __sanitizer::ThreadRegistry::Lock). The normal build
+// runs them.
 #include <gtest/gtest.h>
 
 #include <cmwq/control.h>
@@ -42,9 +45,9 @@ void child_fn(work_struct *) { child_runs++; }
 // Runs f in a child (exit status: its return value), with a 20 s alarm.
 int in_child(int (*f)())
 {
-#if defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 	(void)f;
-	return 0; // TSan supports no new threads after a multi-threaded fork
+	return 0; // see the file comment
 #endif
 	pid_t pid = ::fork();
 	if (pid < 0)
@@ -153,6 +156,12 @@ TEST(fork, grandchild_works_too)
 namespace {
 int child_has_its_own_endpoint()
 {
+	if (cmwq_control_path())
+		return 12; // not before the child uses cmwq
+	work_struct w;
+	INIT_WORK(&w, child_fn);
+	queue_work(system_dfl_wq, &w);
+	flush_work(&w);
 	const char *p = cmwq_control_path();
 	if (!p)
 		return 10;

@@ -1,0 +1,234 @@
+// test_guarantees.cpp - documented guarantees that weaker tests let slip:
+// non-reentrancy across pools, raising max_active, the watchdog's
+// threshold, delayed work order and lateness, cache_shard_size 0. Each test
+// names the bug it catches; docs/testing.md lists the mutants they kill.
+#include <gtest/gtest.h>
+
+#include <cmwq/introspect.hpp>
+#include <cmwq/linux/workqueue.h>
+#include <cmwq/params.h>
+
+#include "test_util.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+void pin(int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+std::atomic<int> reent_inside{0}, reent_max{0}, reent_runs{0};
+void reent_fn(work_struct *)
+{
+	int in = ++reent_inside;
+	int m = reent_max.load();
+	while (in > m && !reent_max.compare_exchange_weak(m, in)) {
+	}
+	std::this_thread::sleep_for(30ms);
+	reent_inside--;
+	reent_runs++;
+}
+
+} // namespace
+
+// Bug caught: queue_work on another CPU's pool while the item still runs on
+// the first (the redirect to the pool where it runs disabled): it would run
+// twice at once.
+TEST(non_reentrancy, item_running_on_one_cpu_queued_from_another_never_runs_twice_at_once)
+{
+	const cpumask *usable = cmwq_usable_cpumask();
+	std::vector<int> cpus;
+	for (unsigned c = 0; c < NR_CPUS; c++)
+		if (cpumask_test_cpu(c, usable))
+			cpus.push_back(static_cast<int>(c));
+	if (cpus.size() < 2)
+		GTEST_SKIP() << "needs two CPUs";
+	workqueue_struct *wq = alloc_workqueue("t_reent", WQ_PERCPU, 0);
+	ASSERT_NE(wq, nullptr);
+	work_struct w;
+	INIT_WORK(&w, reent_fn);
+	for (int round = 0; round < 5; round++) {
+		ASSERT_TRUE(queue_work_on(cpus[0], wq, &w));
+		ASSERT_TRUE(wait_until([] { return reent_inside.load() == 1; }));
+		std::thread t([&] {
+			pin(cpus[1]);
+			EXPECT_TRUE(queue_work_on(cpus[1], wq, &w)); // while it runs on cpus[0]
+		});
+		t.join();
+		flush_work(&w);
+		flush_work(&w);
+	}
+	EXPECT_EQ(reent_max.load(), 1) << "ran twice at once";
+	EXPECT_EQ(reent_runs.load(), 10);
+	destroy_workqueue(wq);
+}
+
+namespace {
+std::atomic<bool> raise_gate{false};
+std::atomic<int> raise_inside{0};
+void raise_fn(work_struct *)
+{
+	raise_inside++;
+	while (!raise_gate.load())
+		std::this_thread::sleep_for(1ms);
+	raise_inside--;
+}
+} // namespace
+
+// Bug caught: raising max_active activating only one waiting item; every
+// waiting item must start at once when the limit allows it.
+TEST(max_active, raising_the_limit_starts_every_waiting_item_it_allows)
+{
+	for (unsigned flags : {unsigned(WQ_UNBOUND), unsigned(WQ_PERCPU | WQ_CPU_INTENSIVE)}) {
+		raise_gate = false;
+		workqueue_struct *wq = alloc_workqueue("t_raise_all", flags, 1);
+		ASSERT_NE(wq, nullptr);
+		std::vector<work_struct> ws(6);
+		for (auto &w : ws) {
+			INIT_WORK(&w, raise_fn);
+			// One CPU, so the per-CPU limit is the workqueue's.
+			ASSERT_TRUE(queue_work_on(0, wq, &w));
+		}
+		ASSERT_TRUE(wait_until([] { return raise_inside.load() == 1; }));
+		std::this_thread::sleep_for(50ms);
+		EXPECT_EQ(raise_inside.load(), 1) << "max_active 1 let more start";
+		workqueue_set_max_active(wq, 6);
+		EXPECT_TRUE(wait_until([] { return raise_inside.load() == 6; }, 20000ms))
+			<< "only " << raise_inside.load() << " of 6 running after raising max_active to 6";
+		raise_gate = true;
+		flush_workqueue(wq);
+		destroy_workqueue(wq);
+	}
+}
+
+namespace {
+std::atomic<bool> wd_release{false};
+void wd_stuck_fn(work_struct *)
+{
+	while (!wd_release.load()) {
+	} // runnable throughout: neither blocked nor (with hogs off) a hog
+}
+void wd_behind_fn(work_struct *) {}
+} // namespace
+
+// Bug caught: the watchdog firing at once or at twice its threshold. The
+// pool's stuck time (snapshot hung_s) grows until the report resets it; the
+// largest value seen before the reset is when the report came.
+TEST(watchdog, reports_after_the_threshold_not_before_and_not_twice_as_late)
+{
+	ASSERT_EQ(cmwq_param_set("workqueue.cpu_intensive_thresh_us", "0"), 0);
+	ASSERT_EQ(cmwq_param_set("workqueue.watchdog_thresh", "3"), 0);
+	workqueue_struct *wq = alloc_workqueue("t_wd_thresh", WQ_PERCPU, 0);
+	ASSERT_NE(wq, nullptr);
+	work_struct s, b;
+	INIT_WORK(&s, wd_stuck_fn);
+	INIT_WORK(&b, wd_behind_fn);
+	testing::internal::CaptureStderr();
+	ASSERT_TRUE(queue_work_on(0, wq, &s));
+	ASSERT_TRUE(queue_work_on(0, wq, &b));
+	double seen = 0, at_report = -1;
+	auto end = steady::now() + 20s;
+	while (steady::now() < end && at_report < 0) {
+		double hung = 0;
+		for (const auto &p : cmwq::snapshot().pools)
+			if (p.cpu == 0 && !p.highpri && p.nr_pending > 0)
+				hung = std::max(hung, p.hung_s);
+		if (hung + 0.5 < seen)
+			at_report = seen; // reset by the report
+		seen = hung;
+		std::this_thread::sleep_for(20ms);
+	}
+	wd_release = true;
+	flush_workqueue(wq);
+	std::string err = testing::internal::GetCapturedStderr();
+	cmwq_param_set("workqueue.watchdog_thresh", "30");
+	cmwq_param_set("workqueue.cpu_intensive_thresh_us", "10000");
+	destroy_workqueue(wq);
+	ASSERT_GE(at_report, 0) << "no report within 20 s\n" << err;
+	EXPECT_NE(err.find("BUG: workqueue lockup"), std::string::npos) << err;
+	EXPECT_GE(at_report, 2.9) << "reported before the 3 s threshold";
+	EXPECT_LT(at_report, 5.9) << "reported too late (twice the threshold is 6 s)";
+}
+
+namespace {
+struct timed_item {
+	delayed_work dw;
+	int delay_ms = 0;
+	steady::time_point queued, ran;
+};
+std::mutex order_mu;
+std::vector<int> fire_order;
+void timed_fn(work_struct *w)
+{
+	auto *t = container_of(to_delayed_work(w), timed_item, dw);
+	t->ran = steady::now();
+	std::lock_guard lk(order_mu);
+	fire_order.push_back(t->delay_ms);
+}
+} // namespace
+
+// Bugs caught: the timer heap ordering its children wrongly (timers fire
+// late and out of order), and delayed work running before its delay. 40
+// timers armed in shuffled order on an ordered workqueue run in deadline
+// order, none early.
+TEST(delayed_work, many_timers_fire_in_deadline_order_and_never_early)
+{
+	workqueue_struct *wq = alloc_ordered_workqueue("t_timer_order", 0);
+	ASSERT_NE(wq, nullptr);
+	std::vector<timed_item> items(40);
+	for (size_t i = 0; i < items.size(); i++) {
+		items[i].delay_ms = 30 + 15 * static_cast<int>(i);
+		INIT_DELAYED_WORK(&items[i].dw, timed_fn);
+	}
+	std::vector<size_t> arm(items.size());
+	for (size_t i = 0; i < arm.size(); i++)
+		arm[i] = i;
+	std::shuffle(arm.begin(), arm.end(), std::mt19937(42));
+	for (size_t i : arm) {
+		items[i].queued = steady::now();
+		ASSERT_TRUE(queue_delayed_work(wq, &items[i].dw, static_cast<unsigned long>(items[i].delay_ms)));
+	}
+	// (flush_delayed_work would run a pending item at once.)
+	ASSERT_TRUE(wait_until([&] {
+		std::lock_guard lk(order_mu);
+		return fire_order.size() == items.size();
+	}, 30000ms));
+	flush_workqueue(wq);
+	EXPECT_TRUE(std::is_sorted(fire_order.begin(), fire_order.end())) << "timers fired out of deadline order";
+	for (auto &it : items)
+		EXPECT_GE(std::chrono::duration_cast<std::chrono::milliseconds>(it.ran - it.queued).count(), it.delay_ms)
+			<< "delay " << it.delay_ms << " ms ran early";
+	destroy_workqueue(wq);
+}
+
+// Bug caught: workqueue.cache_shard_size=0 accepted as 0 by the parameter
+// layer. The kernel warns and uses 1.
+TEST(params, cache_shard_size_zero_warns_and_becomes_one)
+{
+	char buf[32];
+	testing::internal::CaptureStderr();
+	EXPECT_EQ(cmwq_param_set("workqueue.cache_shard_size", "0"), 0);
+	std::string err = testing::internal::GetCapturedStderr();
+	ASSERT_EQ(cmwq_param_get("workqueue.cache_shard_size", buf, sizeof(buf)), 0);
+	EXPECT_STREQ(buf, "1");
+	EXPECT_NE(err.find("cache_shard_size must be > 0, setting to 1"), std::string::npos) << err;
+	EXPECT_EQ(cmwq_param_set("workqueue.cache_shard_size", "8"), 0);
+}
