@@ -46,7 +46,7 @@ static void busy_ns(uint64_t ns)
 {
 	uint64_t until = now_ns() + ns;
 	while (now_ns() < until)
-		__builtin_ia32_pause();
+		cpu_relax();
 }
 void udelay(unsigned long usecs) { busy_ns(usecs * 1000ull); }
 void ndelay(unsigned long nsecs) { busy_ns(nsecs); }

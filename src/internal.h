@@ -27,6 +27,8 @@
 #include <vector>
 
 #include <pthread.h>
+
+#include "arch.h"
 #if defined(CMWQ_HAVE_SDT)
 #include <sys/sdt.h>
 #endif

@@ -126,7 +126,7 @@ void warn_fork_unlock() NO_THREAD_SAFETY_ANALYSIS { warns().lock.unlock(); }
 void spin_pause(int &n)
 {
 	if (++n < 64)
-		__builtin_ia32_pause();
+		cpu_relax();
 	else
 		sched_yield();
 }

@@ -285,7 +285,7 @@ static void *worker_thread(void *arg)
 			if (spin_ns) {
 				uint64_t until = now_ns() + spin_ns;
 				while (w->wake.load(std::memory_order_acquire) == 0 && now_ns() < until)
-					__builtin_ia32_pause();
+					cpu_relax();
 			}
 			worker_wait_word(w);
 		}
