@@ -10,7 +10,7 @@
 #include <cmwq/stats.h>
 #include <cmwq/workqueue.hpp>
 
-#include "internal.h"
+#include "engine.h"
 #include "test_util.hpp"
 
 #include <atomic>
@@ -555,4 +555,61 @@ TEST(stress, no_lost_or_doubled_runs_under_random_operations)
 		destroy_workqueue(wq);
 	for (int k = 0; k < nitems; k++)
 		EXPECT_EQ(queued[k].load(), items[k].runs.load() + cancelled[k].load()) << "item " << k;
+}
+
+// Bug caught: a wakeup dropped when one locked batch picks more workers than
+// the deferred batch holds (MAX_DEFERRED_WAKES; kick_pool wakes the rest at
+// once). Whitebox: six pools, each with an idle worker, kicked into one
+// deferred batch. A wake that is never delivered keeps its pin.
+TEST(wake, more_picks_than_the_deferred_batch_holds_are_all_woken)
+{
+	using namespace cmwq::detail;
+	constexpr int n = MAX_DEFERRED_WAKES + 2;
+	std::vector<workqueue_struct *> wqs;
+	std::vector<worker_pool *> pools;
+	int cpu0 = g().usable.front();
+	for (int i = 0; i < n; i++) {
+		workqueue_struct *wq = alloc_workqueue("t_wake%d", WQ_UNBOUND, 0, i);
+		ASSERT_NE(wq, nullptr);
+		workqueue_attrs *a = alloc_workqueue_attrs();
+		a->nice = 11 + i; // pools of their own
+		a->affn_scope = WQ_AFFN_SYSTEM;
+		ASSERT_EQ(apply_workqueue_attrs(wq, a), 0);
+		free_workqueue_attrs(a);
+		work_struct w;
+		INIT_WORK(&w, plain_fn);
+		queue_work(wq, &w);
+		flush_work(&w);
+		wqs.push_back(wq);
+		pools.push_back(pwq_pool(wq->cpu_pwq[static_cast<size_t>(cpu0)].load()));
+	}
+	auto idle = [](worker_pool *p) {
+		lock_guard lk(p->lock);
+		return p->nr_idle > 0;
+	};
+	for (auto *p : pools)
+		ASSERT_TRUE(wait_until([&] { return idle(p); }));
+	deferred d;
+	std::vector<work_struct> dummy(n);
+	std::vector<worker *> picked;
+	for (int i = 0; i < n; i++) {
+		worker_pool *p = pools[static_cast<size_t>(i)];
+		lock_guard lk(p->lock);
+		cmwq_init_work_fields(&dummy[static_cast<size_t>(i)], plain_fn);
+		list_add_tail(&dummy[static_cast<size_t>(i)].entry, &p->worklist); // makes the pool need a worker
+		EXPECT_TRUE(kick_pool(p, d));
+		worker *w = nullptr;
+		for (list_head *e = p->idle_list.next; e != &p->idle_list; e = e->next)
+			if (container_of(e, worker, entry)->kicked)
+				w = container_of(e, worker, entry);
+		ASSERT_NE(w, nullptr);
+		picked.push_back(w);
+		list_del_init(&dummy[static_cast<size_t>(i)].entry); // gone before any worker can look
+	}
+	EXPECT_EQ(d.nr_wake, MAX_DEFERRED_WAKES);
+	d.run();
+	for (worker *w : picked)
+		EXPECT_TRUE(wait_until([&] { return w->pins.load() == 0; })) << "a picked worker was never woken";
+	for (auto *wq : wqs)
+		destroy_workqueue(wq);
 }

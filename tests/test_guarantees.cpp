@@ -232,3 +232,47 @@ TEST(params, cache_shard_size_zero_warns_and_becomes_one)
 	EXPECT_NE(err.find("cache_shard_size must be > 0, setting to 1"), std::string::npos) << err;
 	EXPECT_EQ(cmwq_param_set("workqueue.cache_shard_size", "8"), 0);
 }
+
+namespace {
+workqueue_struct *chain_wq;
+std::atomic<int> chain_runs{0};
+std::atomic<int> outsider_runs{0};
+work_struct chain_item;
+void chain_fn(work_struct *w)
+{
+	std::this_thread::sleep_for(2ms);
+	if (++chain_runs < 100)
+		queue_work(chain_wq, w); // chained: allowed while draining
+}
+extern "C" void outsider_fn(work_struct *) { outsider_runs++; }
+} // namespace
+
+// Bugs caught: drain_workqueue returning after one flush while chained
+// items are still queued, and accepting non-chained items while draining.
+TEST(drain, waits_for_chained_items_and_refuses_others_meanwhile)
+{
+	chain_wq = alloc_workqueue("t_drain_chain", WQ_UNBOUND, 0);
+	ASSERT_NE(chain_wq, nullptr);
+	INIT_WORK(&chain_item, chain_fn);
+	ASSERT_TRUE(queue_work(chain_wq, &chain_item));
+	std::atomic<bool> drained{false};
+	std::thread t([&] {
+		drain_workqueue(chain_wq);
+		drained = true;
+	});
+	// The chain runs for about 200 ms; queue from outside while it does.
+	ASSERT_TRUE(wait_until([] { return chain_runs.load() >= 10; }));
+	testing::internal::CaptureStderr();
+	work_struct outsider;
+	INIT_WORK(&outsider, outsider_fn);
+	bool was_draining = !drained.load();
+	queue_work(chain_wq, &outsider); // returns true as in the kernel, but is dropped
+	t.join();
+	std::string err = testing::internal::GetCapturedStderr();
+	EXPECT_EQ(chain_runs.load(), 100) << "drain_workqueue returned with chained items still queued";
+	ASSERT_TRUE(was_draining) << "the chain ended before the outside queue";
+	EXPECT_NE(err.find("workqueue: cannot queue outsider_fn on wq t_drain_chain"), std::string::npos) << err;
+	EXPECT_EQ(outsider_runs.load(), 0) << "a non-chained item was queued during the drain";
+	EXPECT_FALSE(work_pending(&outsider));
+	destroy_workqueue(chain_wq);
+}

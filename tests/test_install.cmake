@@ -99,7 +99,7 @@ set_target_properties(c_api PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON
 target_link_libraries(c_api PRIVATE cmwq_static)
 cmwq_target_defaults(c_api)
 add_test(NAME c_api_returns_kernel_values COMMAND c_api)
-set_tests_properties(c_api_returns_kernel_values PROPERTIES TIMEOUT 300)
+set_tests_properties(c_api_returns_kernel_values PROPERTIES TIMEOUT 60)
 
 # Install into the stage once, before any consumer test.
 add_test(NAME install_into_stage
