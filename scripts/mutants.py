@@ -37,9 +37,9 @@ def parse(path):
             ident, _, why = line[2:].partition(" ")
             cur = {"id": ident, "why": why}
             mutants.append(cur)
-        elif cur is not None and line.startswith(("file: ", "find: ", "repl: ")):
+        elif cur is not None and line.startswith(("file: ", "find: ", "repl: ", "equivalent: ")):
             key, _, val = line.partition(": ")
-            cur[key] = val if key == "file" else decode(val)
+            cur[key] = decode(val) if key in ("find", "repl") else val
     for m in mutants:
         for key in ("file", "find", "repl"):
             if key not in m:
@@ -106,7 +106,7 @@ def main():
             verdict = "killed (does not build)"
         else:
             rc = run(ctest + ["--stop-on-failure"], scratch, 1800, log)
-            verdict = "killed" if rc else "SURVIVED"
+            verdict = "killed" if rc else ("equivalent" if "equivalent" in m else "SURVIVED")
         open(path, "w", encoding="utf-8").write(original)
         os.utime(path)
         secs = time.time() - t
@@ -116,14 +116,17 @@ def main():
     run(["cmake", "--build", build, "-j", str(args.jobs)], scratch, 900, log)
 
     killed = sum(1 for _, v, _ in results if v.startswith("killed"))
-    total = len(results)
-    summary = f"{killed} of {total} killed ({100.0 * killed / max(total, 1):.0f}%) in {time.time() - t0:.0f} s"
+    equivalent = sum(1 for _, v, _ in results if v == "equivalent")
+    total = len(results) - equivalent  # an equivalent mutant changes no guarantee
+    summary = (f"{killed} of {total} killed ({100.0 * killed / max(total, 1):.0f}%), "
+               f"{equivalent} equivalent not counted, in {time.time() - t0:.0f} s")
     print(summary)
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as f:
             f.write("| mutant | guarantee | result |\n|---|---|---|\n")
             for m, v, _ in results:
-                f.write(f"| `{m['id']}` | {m['why']} | {v} |\n")
+                note = f" ({m['equivalent']})" if v == "equivalent" else ""
+                f.write(f"| `{m['id']}` | {m['why']} | {v}{note} |\n")
             f.write(f"\n{summary}\n")
     return 0 if killed == total else 1
 

@@ -664,8 +664,9 @@ TEST_F(control_attrs, global_attributes)
 	ASSERT_TRUE(c.ok());
 	std::string mask = get(c, "-", "cpumask");
 	EXPECT_FALSE(mask_cpus(mask).empty()) << mask;
-	(void)get(c, "-", "cpumask_requested");
-	(void)get(c, "-", "cpumask_isolated");
+	// Nothing restricted the unbound CPUs, and cmwq isolates none.
+	EXPECT_EQ(mask_cpus(get(c, "-", "cpumask_requested")), mask_cpus(mask));
+	EXPECT_TRUE(mask_cpus(get(c, "-", "cpumask_isolated")).empty());
 	set_refused(c, "-", "cpumask_isolated", "1", "EACCES");
 	set_refused(c, "-", "cpumask_requested", "1", "EACCES");
 	auto w = c.ask("set - cpumask " + mask);
