@@ -49,6 +49,7 @@ struct options {
 	int repeat = 1;
 	bool percpu = false;
 	bool ab_wake = false;
+	bool ab_detect = false; // --block-detect
 	bool vs = false;
 	bool json = false;
 	std::string json_out; // --json-out FILE: tables on stdout, JSON to FILE
@@ -89,6 +90,11 @@ void usage(FILE *out)
 		"                      range (max-min)/median of the throughput (default 1)\n"
 		"  --percpu            kernel protocol on a per-CPU workqueue instead\n"
 		"  --shard-sizes LIST  also sweep workqueue.cache_shard_size, e.g. 1,2,4,8\n"
+		"  --block-detect      A/B of the block detector and unbound concurrency:\n"
+		"                      kernel, fan-out and blocking (no hints) protocols on a\n"
+		"                      per-CPU workqueue with cmwq.block_detect=perf, sample,\n"
+		"                      off, and on an unbound one with\n"
+		"                      cmwq.unbound_concurrency=kernel, managed\n"
 		"  --ab-wake           also run with cmwq.wake_under_lock=1 (wake under the\n"
 		"                      pool lock) and print baseline vs patched (=0)\n"
 		"  --vs                also run the peers: oneTBB, Boost.Asio, libuv, GLib, a\n"
@@ -211,6 +217,8 @@ options parse_options(int argc, char **argv)
 				o.shard_sizes.push_back(static_cast<unsigned>(parse_long(a, s, 1, 4096)));
 		} else if (a == "--ab-wake") {
 			o.ab_wake = true;
+		} else if (a == "--block-detect") {
+			o.ab_detect = true;
 		} else if (a == "--vs") {
 			o.vs = true;
 		} else if (a == "--peers") {
@@ -575,6 +583,85 @@ struct bench {
 		}
 	}
 
+	// --block-detect: one series per (protocol, workqueue, setting). The
+	// settings are applied around each run and put back after.
+	void plan_detect()
+	{
+		struct cfg {
+			const char *wq;     // percpu or unbound
+			const char *detect; // cmwq.block_detect
+			const char *unbound; // cmwq.unbound_concurrency
+		};
+		const cfg cfgs[] = {{"percpu", "perf", "kernel"},   {"percpu", "sample", "kernel"},
+				    {"percpu", "off", "kernel"},    {"unbound", "auto", "kernel"},
+				    {"unbound", "auto", "managed"}};
+		for (const char *proto : {"kernel", "fanout", "blocking"}) {
+			for (auto c : cfgs) {
+				std::string label = std::string(proto) + " " + c.wq + " " + c.detect + " " + c.unbound;
+				series s{"detect", label};
+				s.tags["protocol"] = proto;
+				s.tags["workqueue"] = c.wq;
+				s.tags["block_detect"] = c.detect;
+				s.tags["unbound_concurrency"] = c.unbound;
+				std::string pr = proto;
+				s.job = [this, pr, c, label](metrics &m, std::string &err, series &se) {
+					std::string old_d = get_param("cmwq.block_detect");
+					std::string old_u = get_param("cmwq.unbound_concurrency");
+					if (!set_param("cmwq.block_detect", c.detect, err) ||
+					    !set_param("cmwq.unbound_concurrency", c.unbound, err))
+						return false;
+					se.tags["block_detect_in_effect"] = get_param("cmwq.block_detect");
+					bool percpu = std::string(c.wq) == "percpu";
+					workqueue_struct *wq =
+						percpu ? alloc_workqueue("%s", WQ_PERCPU, 0, "wqb_detect")
+						       : make_unbound_wq("wqb_detect", 0, cmwq::affinity_scope::dfl, err);
+					bool ok = wq != nullptr;
+					if (!wq && err.empty())
+						err = "alloc_workqueue(wqb_detect) failed";
+					if (wq) {
+						int before = process_threads();
+						cmwq_executor ex(wq);
+						std::string what = "block-detect A/B, " + label;
+						if (pr == "kernel") {
+							kernel_config k = kcfg();
+							k.cpus = {usable.front()};
+							auto r = run_kernel(ex, k, what);
+							m = from(r);
+							ok = r.ok;
+							err = r.error;
+						} else if (pr == "fanout") {
+							fanout_config f;
+							f.cpu = usable.front();
+							f.items = o.fanout_items;
+							f.timeout_s = o.timeout;
+							auto r = run_fanout(ex, f, what);
+							m = from(r);
+							ok = r.ok;
+							err = r.error;
+						} else {
+							blocking_config b;
+							b.cpu = usable.front();
+							b.items = o.blocking_items;
+							b.sleep_us = o.sleep_us;
+							b.timeout_s = o.timeout;
+							auto r = run_blocking(ex, b, what);
+							m = from(r);
+							ok = r.ok;
+							err = r.error;
+						}
+						m["threads_created"] = std::max(0, process_threads() - before);
+						destroy_workqueue(wq);
+					}
+					std::string e2;
+					set_param("cmwq.block_detect", old_d == "off" || old_d == "sample" ? old_d : "auto", e2);
+					set_param("cmwq.unbound_concurrency", old_u, e2);
+					return ok;
+				};
+				add(std::move(s));
+			}
+		}
+	}
+
 	void plan()
 	{
 		// kernel protocol: cmwq for each scope (or per-CPU), A/B, sweep, peers
@@ -721,6 +808,8 @@ struct bench {
 				"blocking", "blocking protocol",
 				[b](executor &ex, const std::string &what) { return run_blocking(ex, b, what); }, "no");
 		}
+		if (o.ab_detect)
+			plan_detect();
 		if (o.protocols.count("regression")) {
 			regression_config g;
 			g.cpu = usable.front();
@@ -919,6 +1008,38 @@ void print_tables(const bench &b, const std::string &cmdline)
 				v.push_back(&s);
 		return v;
 	};
+
+	if (o.ab_detect) {
+		std::printf("\nblock detector and unbound concurrency, A/B (one producer on CPU %d; kernel "
+			    "protocol, %d-item fan-out, %d x %u us sleeps without hints)\n",
+			    b.usable.front(), o.fanout_items, o.blocking_items, o.sleep_us);
+		std::printf("%-9s %-8s %-7s %-8s %-7s %12s %8s %8s\n", "protocol", "wq", "detect", "unbound",
+			    "(eff.)", "result", "vs base", "threads");
+		for (auto &s : b.all) {
+			if (s.group != "detect")
+				continue;
+			const std::string &pr = s.tags.at("protocol");
+			bool percpu = s.tags.at("workqueue") == "percpu";
+			std::string base_label = pr + (percpu ? " percpu off kernel" : " unbound auto kernel");
+			const series *base = b.find("detect", base_label);
+			const char *metric = pr == "blocking" ? "wall_ms" : "items_per_sec";
+			if (!s.ok()) {
+				std::printf("%-9s %-8s %-7s %-8s failed: %s\n", pr.c_str(), s.tags.at("workqueue").c_str(),
+					    s.tags.at("block_detect").c_str(), s.tags.at("unbound_concurrency").c_str(),
+					    s.errors.empty() ? "not run" : s.errors[0].c_str());
+				continue;
+			}
+			double v = s.med(metric);
+			double ratio = base && base->ok() ? v / base->med(metric) : 0;
+			auto eff = s.tags.count("block_detect_in_effect") ? s.tags.at("block_detect_in_effect") : "";
+			std::printf("%-9s %-8s %-7s %-8s %-7s %9.0f%-3s %7.2fx %8.0f\n", pr.c_str(),
+				    s.tags.at("workqueue").c_str(), s.tags.at("block_detect").c_str(),
+				    s.tags.at("unbound_concurrency").c_str(), eff.c_str(), v,
+				    pr == "blocking" ? " ms" : "/s", ratio, s.med("threads_created"));
+		}
+		std::printf("(vs base: the same protocol with cmwq.block_detect=off on the per-CPU workqueue, "
+			    "cmwq.unbound_concurrency=kernel on the unbound one; for blocking, lower is better)\n");
+	}
 
 	if (o.protocols.count("kernel")) {
 		std::printf("\nkernel protocol (test_workqueue): %zu producers x %d items, one in flight "

@@ -7,7 +7,9 @@
 // Each round queues item A then item B on the same CPU; A records the time
 // and blocks in a plain read() on a pipe (no hint); B records when it
 // starts and writes the pipe. Latency = B.start - A.block. Settings are
-// cmwq.blocked_sample_us:cmwq.blocked_window_us pairs.
+// "perf" (cmwq.block_detect=perf with sampling off: the context-switch
+// events alone) or cmwq.blocked_sample_us:cmwq.blocked_window_us pairs
+// (cmwq.block_detect=sample).
 #include <cmwq/linux/workqueue.h>
 #include <cmwq/params.h>
 #include <cmwq/topology.hpp>
@@ -77,7 +79,7 @@ int main(int argc, char **argv)
 {
 	int rounds = 200;
 	long items = 1000000;
-	std::string settings = "100:200,200:500,500:1000,1000:2000";
+	std::string settings = "perf,100:200,200:500,500:1000,1000:2000";
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
 			rounds = atoi(argv[++i]);
@@ -103,14 +105,29 @@ int main(int argc, char **argv)
 		std::string s = settings.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
 		pos = comma == std::string::npos ? settings.size() : comma + 1;
 		auto colon = s.find(':');
-		if (colon == std::string::npos)
-			continue;
-		std::string sample = s.substr(0, colon), window = s.substr(colon + 1);
+		std::string sample, window;
+		if (s == "perf") {
+			sample = "0";
+			window = "500";
+			if (cmwq_param_set("cmwq.block_detect", "perf")) {
+				fprintf(stderr, "perf: context-switch events are not available; skipped\n");
+				continue;
+			}
+		} else if (colon != std::string::npos) {
+			sample = s.substr(0, colon);
+			window = s.substr(colon + 1);
+			cmwq_param_set("cmwq.block_detect", "sample");
+		} else {
+			fprintf(stderr, "bad setting %s\n", s.c_str());
+			return 2;
+		}
 		if (cmwq_param_set("cmwq.blocked_sample_us", sample.c_str()) ||
 		    cmwq_param_set("cmwq.blocked_window_us", window.c_str())) {
 			fprintf(stderr, "bad setting %s\n", s.c_str());
 			return 2;
 		}
+		if (s == "perf")
+			sample = "perf";
 		std::vector<double> lat;
 		for (int r = 0; r < rounds; r++) {
 			work_struct a, b;
@@ -142,8 +159,8 @@ int main(int argc, char **argv)
 
 	printf("\n# queue/execute throughput on one CPU's pool, %ld tiny items, nothing blocks\n", items);
 	printf("%-14s %14s\n", "detection", "items/s");
-	for (const char *on : {"0", "200", "0", "200"}) {
-		cmwq_param_set("cmwq.blocked_sample_us", on);
+	for (const char *on : {"off", "sample", "perf", "off", "sample", "perf"}) {
+		cmwq_param_set("cmwq.block_detect", on);
 		std::vector<work_struct> ws(1024);
 		for (auto &w : ws)
 			INIT_WORK(&w, tiny);
@@ -156,9 +173,11 @@ int main(int argc, char **argv)
 					queued++;
 		flush_workqueue(wq);
 		double s = (now_ns() - t0) / 1e9;
-		printf("%-14s %14.0f\n", strcmp(on, "0") ? "on (200 us)" : "off", ran.load() / s);
+		char eff[16] = "";
+		cmwq_param_get("cmwq.block_detect", eff, sizeof(eff));
+		printf("%-14s %14.0f\n", eff, ran.load() / s);
 	}
-	cmwq_param_set("cmwq.blocked_sample_us", "200");
+	cmwq_param_set("cmwq.block_detect", "auto");
 	destroy_workqueue(wq);
 	return 0;
 }

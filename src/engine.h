@@ -5,6 +5,7 @@
 // change what"); a function may call only what is declared for a floor at
 // or below its own:
 //   sys.cpp, timer.cpp          platform: clocks, futex, wake, affinity, timers
+//   detect.cpp                  platform: the workers' context-switch events
 //   pool.cpp                    worker_pool: idle list, kick_pool, culling, pools
 //   pwq.cpp                     pool_workqueue: state word, nr_active, release
 //   worker.cpp                  workers, process_one_work, hints, deferred::run
@@ -25,6 +26,7 @@
 #include "internal.h"
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -120,6 +122,40 @@ void debug_work_idle(work_struct *w);
 // a workqueue (with a message naming the call). One load when it is fine.
 bool wq_refused(const workqueue_struct *wq, const char *call);
 
+// ---- detect.cpp -------------------------------------------------------------
+// D is the detector's lock: taken with no engine lock held; the monitor
+// takes pool locks under it (detect_wait's callback).
+
+enum block_mode : int { BLOCK_AUTO = 0, BLOCK_PERF, BLOCK_SAMPLE, BLOCK_OFF };
+// Context: no lock. The detector in effect (BLOCK_PERF, _SAMPLE or _OFF),
+// probed on first use from cmwq.block_detect (one message on a fallback).
+int detect_mode();
+// Context: no lock. Applies a cmwq.block_detect request: 0, or -EOPNOTSUPP
+// (with a message) when perf is asked for and cannot be opened.
+int detect_set_mode(int requested);
+const char *block_mode_name(int m);
+// Context: the worker's own thread, no lock. Its event: opened at start
+// when the mode is perf (or on first need, for a worker started under
+// another mode), enabled before an item that others wait behind, disabled
+// when it goes idle, closed at exit.
+void detect_worker_start(worker *w);
+void detect_worker_exit(worker *w);
+void detect_enable_self(worker *w);
+void detect_disable_self(worker *w);
+// Context: no lock (takes D). Enables another worker's event if token (read
+// under its pool's lock) is still its registration: 1 enabled now, 0 it
+// already was, -1 it has none.
+int detect_enable(worker *w, uint64_t token);
+// Context: no lock. The eventfd that wakes detect_wait, -1 without epoll.
+int detect_notify_fd();
+// Context: no lock; may sleep. Waits up to timeout_ns for switches; calls
+// fn(w, blocked) under D for each worker whose last switch is new. -1 when
+// there is no epoll set (the caller waits its own way).
+int detect_wait(uint64_t timeout_ns, const std::function<void(worker *, bool)> &fn);
+// Context: fork (fork.cpp): first taken, last released.
+void detect_fork_lock();
+void detect_fork_unlock(bool child);
+
 // ---- pool.cpp ---------------------------------------------------------------
 
 extern constinit thread_local worker *tl_worker; // constinit: no TLS init wrapper
@@ -140,6 +176,13 @@ void worker_leave_idle(worker *w) REQUIRES(w->pool->lock);
 // to wake it after unlock (or asks d to create one, or arms the mayday
 // timer). Returns whether a worker is on its way.
 bool kick_pool(worker_pool *pool, deferred &d) REQUIRES(pool->lock);
+// Context: L. Makes an unbound pool concurrency-managed (its pod's CPUs
+// worth of runnable workers) or not (the kernel's unbound pools); a no-op
+// for per-CPU and BH pools.
+void pool_set_managed(worker_pool *pool, bool managed) REQUIRES(pool->lock);
+// Context: no lock. cmwq.unbound_concurrency: every unbound pool, now and
+// later, managed or not.
+int set_unbound_concurrency(bool managed);
 // Context: any. Arms the pool's mayday timer unless armed.
 void mayday_arm(worker_pool *pool);
 // Context: any (usually L). A per-CPU pool holds items back behind running

@@ -37,6 +37,7 @@ void fork_prepare() NO_THREAD_SAFETY_ANALYSIS
 {
 	auto &gl = g();
 	auto &h = held();
+	detect_fork_lock(); // D comes before every other engine lock
 	gl.pool_mutex.lock();
 	h.wqs = gl.workqueues;
 	h.pools.assign(gl.pools.begin(), gl.pools.begin() + static_cast<long>(gl.nr_pools.load()));
@@ -77,6 +78,7 @@ void fork_unlock(bool child) NO_THREAD_SAFETY_ANALYSIS
 	for (auto it = h.wqs.rbegin(); it != h.wqs.rend(); ++it)
 		(*it)->mutex.unlock();
 	g().pool_mutex.unlock();
+	detect_fork_unlock(child);
 }
 
 void fork_parent() { fork_unlock(false); }

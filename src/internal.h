@@ -67,6 +67,8 @@ static_assert(static_cast<int>(WQ_AFFN_DFL) == static_cast<int>(cmwq::affinity_s
 		      static_cast<int>(WQ_AFFN_NR_TYPES) == cmwq::nr_affinity_scopes,
 	      "wq_affn_scope and cmwq::affinity_scope must list the scopes in the same order");
 
+struct perf_event_mmap_page; // <linux/perf_event.h>, for the block detector
+
 namespace cmwq::detail {
 
 // pool->lock: held for a few hundred nanoseconds at a time by queuers and
@@ -228,10 +230,11 @@ struct pool_counts {
 	int nr_idle;
 	int nr_workers;
 	bool manager_active;
+	int concurrency = 1; // runnable workers the pool lets run at once
 };
-inline bool need_more_worker(const pool_counts &c) { return !c.worklist_empty && c.nr_running == 0; }
+inline bool need_more_worker(const pool_counts &c) { return !c.worklist_empty && c.nr_running < c.concurrency; }
 inline bool may_start_working(const pool_counts &c) { return c.nr_idle > 0; }
-inline bool keep_working(const pool_counts &c) { return !c.worklist_empty && c.nr_running <= 1; }
+inline bool keep_working(const pool_counts &c) { return !c.worklist_empty && c.nr_running <= c.concurrency; }
 inline bool need_to_create_worker(const pool_counts &c)
 {
 	return need_more_worker(c) && !may_start_working(c);
@@ -290,10 +293,17 @@ struct worker_pool {
 	timer_list idle_timer{};         // T
 	timer_list mayday_timer{};       // T
 	std::atomic<bool> watch{false};  // A: the monitor samples this pool
+	// Concurrency management: a per-CPU pool lets one runnable worker run
+	// (the kernel's rule); an unbound pool under
+	// cmwq.unbound_concurrency=managed as many as its pod has CPUs. An
+	// unmanaged (kernel-mode unbound, BH) pool's workers carry
+	// WORKER_UNBOUND, so nr_running stays 0 and every item may start.
+	bool managed GUARDED_BY(lock) = false;            // L: blocked workers are looked for
+	int concurrency GUARDED_BY(lock) = 1;             // L
 	pool_counts counts() const REQUIRES(lock)
 	{
 		return {list_empty(&worklist), nr_running, nr_idle, nr_workers,
-			(flags & POOL_MANAGER_ACTIVE) != 0};
+			(flags & POOL_MANAGER_ACTIVE) != 0, concurrency};
 	}
 };
 
@@ -335,6 +345,14 @@ struct worker {
 	pthread_t thread{};              // I: set by the thread before its first L
 	workqueue_struct *rescue_wq = nullptr; // I: rescuers only
 	bool rescue_stop = false;        // Y: destroy_workqueue stops the rescuer
+	// The block detector (detect.cpp): the worker's context-switch event.
+	int perf_fd = -1;                // K: opened by the worker on first need, closed at its exit under D
+	perf_event_mmap_page *perf_mm = nullptr; // K: its ring buffer (the monitor reads it under D)
+	uint64_t detect_token = 0;       // K: its registry slot and generation, 0 without an event
+	std::atomic<bool> perf_on{false}; // A: the event is enabled
+	bool perf_failed = false;        // K: its event could not be opened (sampled instead)
+	std::atomic<bool> in_item{false}; // A: running its item's function (the worker stores it)
+	std::atomic<bool> marked{false};  // A: mirror of detected, for the monitor's look without L
 };
 
 // A worker nobody else can see yet (not on a pool, no thread) gets its first
@@ -462,6 +480,8 @@ struct globals {
 		mutex lock;
 		std::condition_variable_any cv;
 		bool armed = false;                 // lock
+		int efd = -1;                       // lock: eventfd the monitor waits on with the
+		                                    //    block detector's events (-1: it waits on cv)
 	} monitor;
 };
 
@@ -493,6 +513,9 @@ struct params_t {
 	std::atomic<unsigned> idle_spin_ns{0};
 	std::atomic<unsigned> blocked_sample_us{200};
 	std::atomic<unsigned> blocked_window_us{500};
+	std::atomic<int> block_detect{0};       // requested: block_mode (auto, perf, sample, off)
+	std::atomic<long> fail_perf_open{0};    // forces the block detector's fallback
+	std::atomic<bool> unbound_managed{false}; // cmwq.unbound_concurrency=managed
 	std::atomic<unsigned> idle_timeout_s{300};
 	std::atomic<bool> control{false};
 };

@@ -1,12 +1,19 @@
 // monitor.cpp - what the kernel's scheduler hooks and timers do for it:
-// finding per-CPU workers that block without a hint, CPU hogs, and the
-// lockup watchdog.
+// finding workers of concurrency-managed pools that block without a hint,
+// CPU hogs, and the lockup watchdog.
 //
-// Blocked workers are found by sampling, only while a per-CPU pool holds
-// items back behind running workers: a worker whose item made no progress
-// for cmwq.blocked_window_us is looked up in /proc/self/task/<tid>/stat, and
-// if it is not runnable it is treated as sleeping (nr_running--, CM_WAKEUP).
-// Pools that make progress cost nothing: the monitor sleeps until armed.
+// Blocked workers are found, only while a managed pool holds items back
+// behind running workers, by one of two detectors (cmwq.block_detect):
+//  - perf: the workers' context-switch events (detect.cpp). A switch out
+//    that is not a preemption is the kernel's wq_worker_sleeping
+//    (nr_running--, wake or create a worker for the waiting items), the
+//    next switch in is wq_worker_running. The monitor waits on the events.
+//  - sample: a worker whose item made no progress for
+//    cmwq.blocked_window_us is looked up in /proc/self/task/<tid>/stat, and
+//    if it is not runnable it is treated as sleeping. Also used, under perf,
+//    for a worker that could not open its event.
+// Hogs are found by the same periodic pass in every mode. Pools that make
+// progress cost nothing: the monitor sleeps until armed.
 #include "engine.h"
 
 #include <fcntl.h>
@@ -17,10 +24,16 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 namespace cmwq::detail {
 
 namespace {
+
+// How long the monitor lets meaningless switches gather before it looks
+// again (docs/benchmarks.md §10).
+constexpr long DETECT_HOLDOFF_NS = 50000;
+constexpr int DETECT_HOLDOFF_AFTER = 8; // wakeups in a row that changed nothing
 
 // The arming handshake (lock, cv, armed) is g().monitor, so pools arm the
 // monitor without calling into this file.
@@ -69,19 +82,73 @@ struct candidate {
 	uint64_t prog;
 	bool check_blocked; // no progress for the window
 	bool check_restore; // detected earlier: running again?
+	uint64_t token = 0; // enable the worker's event, then check it once
 };
 
+// Context: L. The worker is blocked: count it out and wake or create
+// another for the waiting items (the kernel's wq_worker_sleeping).
+void mark_blocked(worker_pool *pool, worker *w, deferred &d) REQUIRES(pool->lock)
+{
+	w->detected = true;
+	w->marked.store(true, std::memory_order_relaxed);
+	w->sleeping = true;
+	w->slept_in_item = true;
+	pool->nr_running--;
+	if (kick_pool(pool, d) && w->current_pwq)
+		PWQ_STAT_ADD(w->current_pwq, PWQ_STAT_CM_WAKEUP, 1);
+}
+
+bool may_mark_blocked(worker_pool *pool, worker *w) REQUIRES(pool->lock)
+{
+	return pool->managed && w->current_work && !w->sleeping && !(w->flags & WORKER_NOT_RUNNING);
+}
+
+// Context: D (detect_wait's callback). A switch of a worker with its event
+// enabled; wakeups go to ds, run after D is dropped.
+int on_switch(worker *w, bool blocked, std::vector<deferred> &ds)
+{
+	if (detect_mode() != BLOCK_PERF)
+		return 0;
+	// Most switches need nothing: a switch out between items (waiting for
+	// pool->lock is not the item blocking), a switch in of a worker not
+	// counted out. Relaxed looks first, so those cost no pool lock; the
+	// decision is taken again under L.
+	if (blocked ? !w->in_item.load(std::memory_order_relaxed) : !w->marked.load(std::memory_order_relaxed))
+		return 0;
+	worker_pool *pool = w->pool;
+	deferred d;
+	int acted = 0;
+	{
+		lock_guard lk(pool->lock);
+		if (blocked) {
+			if (may_mark_blocked(pool, w) && w->in_item.load(std::memory_order_relaxed)) {
+				mark_blocked(pool, w, d);
+				acted = 1;
+			}
+		} else if (w->detected && w->sleeping && w->hint_depth == 0) {
+			worker_set_running(w); // wq_worker_running
+			acted = 1;
+		}
+	}
+	if (d.nr_wake || d.create || d.nr_release || d.nr_activate)
+		ds.push_back(d);
+	return acted;
+}
+
 // One pass over a watched pool. Returns whether it still needs watching.
-bool sample_pool(worker_pool *pool, uint64_t now)
+// enable_only: sampling is off (cmwq.blocked_sample_us=0); only the
+// context-switch events of running workers are turned on.
+bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 {
 	auto &p = params();
 	uint64_t window = p.blocked_window_us.load() * 1000ull;
 	uint64_t hog_ns = p.cpu_intensive_thresh_us.load() * 1000ull;
+	int mode = detect_mode();
 	std::vector<candidate> cands;
 	std::vector<deferred> wakes;
 	{
 		lock_guard lk(pool->lock);
-		if (list_empty(&pool->worklist) && pool->nr_running <= 1) {
+		if (list_empty(&pool->worklist) && pool->nr_running <= pool->concurrency) {
 			bool any_detected = false;
 			for (worker *w : pool->workers)
 				any_detected = any_detected || w->detected;
@@ -94,11 +161,21 @@ bool sample_pool(worker_pool *pool, uint64_t now)
 			if (!w->current_work || __atomic_load_n(&w->tid, __ATOMIC_ACQUIRE) == 0)
 				continue;
 			uint64_t prog = w->progress.load(std::memory_order_relaxed);
+			// Under perf, a worker with its event on is judged by its
+			// switches; one whose event is off gets it on now and is
+			// looked at once (it may have blocked before).
+			bool evented = mode == BLOCK_PERF && w->detect_token;
+			bool event_on = evented && w->perf_on.load(std::memory_order_relaxed);
 			if (w->detected) {
-				cands.push_back({w, w->tid, prog, false, true});
+				if (!event_on)
+					cands.push_back({w, w->tid, prog, false, true});
 				continue;
 			}
 			if (w->sleeping || (w->flags & WORKER_NOT_RUNNING))
+				continue;
+			if (evented && !event_on && !list_empty(&pool->worklist))
+				cands.push_back({w, w->tid, prog, true, false, w->detect_token});
+			if (enable_only)
 				continue;
 			if (prog != w->mon_prog) {
 				// First sight of this item: its hog timing starts here.
@@ -123,28 +200,25 @@ bool sample_pool(worker_pool *pool, uint64_t now)
 				wakes.push_back(d);
 				continue;
 			}
-			if (stalled && !list_empty(&pool->worklist))
+			if (mode == BLOCK_OFF || list_empty(&pool->worklist))
+				continue;
+			if (!evented && stalled)
 				cands.push_back({w, w->tid, prog, true, false});
 		}
 	}
 	for (auto &d : wakes)
 		d.run();
 	for (auto &c : cands) {
+		if (c.token && detect_enable(c.w, c.token) != 1)
+			continue; // gone, or enabled by the worker itself meanwhile
 		char st = task_state(c.tid);
 		bool runnable = st == 'R';
 		if (c.check_blocked && st && !runnable) {
 			deferred d;
 			{
 				lock_guard lk(pool->lock);
-				if (c.w->current_work && !c.w->sleeping && c.w->progress.load() == c.prog &&
-				    !(c.w->flags & WORKER_NOT_RUNNING)) {
-					c.w->detected = true;
-					c.w->sleeping = true;
-					c.w->slept_in_item = true;
-					pool->nr_running--;
-					if (kick_pool(pool, d) && c.w->current_pwq)
-						PWQ_STAT_ADD(c.w->current_pwq, PWQ_STAT_CM_WAKEUP, 1);
-				}
+				if (may_mark_blocked(pool, c.w) && c.w->progress.load() == c.prog)
+					mark_blocked(pool, c.w, d);
 			}
 			d.run();
 		} else if (c.check_restore && runnable) {
@@ -192,28 +266,82 @@ void *monitor_thread(void *)
 {
 	pthread_setname_np(pthread_self(), "cmwq/monitor");
 	auto &m = g().monitor;
+	int efd = detect_notify_fd(); // -1: no epoll set, wait on the cv
+	{
+		lock_guard lk(m.lock);
+		m.efd = efd;
+	}
 	uint64_t next_watchdog = now_ns() + 1000000000ull;
+	uint64_t next_sample = 0;
+	std::vector<deferred> ds;
+	int idle_wakes = 0;
 	for (;;) {
 		bool armed;
-		{
+		unsigned sample = params().blocked_sample_us.load();
+		uint64_t period = std::max(50u, sample) * 1000ull;
+		if (efd >= 0) {
+			uint64_t timeout = 250000000ull;
+			{
+				lock_guard lk(m.lock);
+				if (m.armed && sample) {
+					uint64_t now = now_ns();
+					if (!next_sample)
+						next_sample = now + period;
+					timeout = next_sample > now ? next_sample - now : 0;
+				}
+			}
+			int acted = 0;
+			int n = detect_wait(timeout, [&](worker *w, bool blocked) { acted += on_switch(w, blocked, ds); });
+			for (auto &d : ds)
+				d.run();
+			ds.clear();
+			// A run of switches that meant nothing (preemptions, waits for
+			// a pool lock between items): let them gather for a while
+			// rather than waking for each, which on a busy machine would
+			// take a CPU from the workers. A block that comes meanwhile
+			// waits at most this long.
+			idle_wakes = n > 0 && !acted ? idle_wakes + 1 : 0;
+			if (idle_wakes >= DETECT_HOLDOFF_AFTER) {
+				timespec ts{0, DETECT_HOLDOFF_NS};
+				nanosleep(&ts, nullptr);
+			}
+			uint64_t now = now_ns();
+			sample = params().blocked_sample_us.load(); // it may have changed while waiting
+			lock_guard lk(m.lock);
+			if (m.armed && sample && now < next_sample)
+				continue; // a switch or an arming, before the next pass is due
+			armed = m.armed;
+			m.armed = false;
+			next_sample = 0;
+		} else {
 			unique_lock lk(m.lock);
-			unsigned sample = params().blocked_sample_us.load();
 			if (m.armed && sample)
 				m.cv.wait_for(lk, std::chrono::microseconds(std::max(50u, sample)));
 			else
 				m.cv.wait_for(lk, std::chrono::milliseconds(250));
 			armed = m.armed;
 			m.armed = false;
+			sample = params().blocked_sample_us.load();
 		}
 		uint64_t now = now_ns();
-		if (armed && !params().blocked_sample_us.load()) {
-			// Sampling is off: forget the watch marks so turning it on
-			// again starts from a clean state.
-			lock_guard gk(g().pool_mutex);
-			for (auto *pool : g().pools)
+		if (armed && !sample) {
+			// Sampling is off: the events of the workers already running
+			// are turned on (the rest turn on their own), then the watch
+			// marks are forgotten so turning sampling on again starts
+			// from a clean state.
+			std::vector<worker_pool *> pools;
+			{
+				lock_guard gk(g().pool_mutex);
+				pools = g().pools;
+			}
+			bool perf = detect_mode() == BLOCK_PERF;
+			for (auto *pool : pools) {
+				if (perf && pool->watch.load(std::memory_order_relaxed))
+					sample_pool(pool, now, true);
 				pool->watch.store(false);
+			}
 		}
-		if (armed && params().blocked_sample_us.load()) {
+		if (armed && sample) {
 			bool again = false;
 			std::vector<worker_pool *> pools;
 			{
@@ -268,6 +396,7 @@ void monitor_fork_unlock(bool child) NO_THREAD_SAFETY_ANALYSIS
 		ms().started = false;
 		ms().retry_ns = 0;
 		g().monitor.armed = false;
+		g().monitor.efd = -1; // detect_fork_unlock closed it
 	}
 	g().monitor.lock.unlock();
 	ms().lock.unlock();

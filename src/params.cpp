@@ -164,6 +164,23 @@ std::vector<param> &table()
 					p.blocked_sample_us, 1000000ul));
 		v->push_back(uint_param("cmwq.blocked_window_us", "an integer of microseconds",
 					p.blocked_window_us, 10000000ul));
+		v->push_back({"cmwq.block_detect", "auto, perf, sample, off", true,
+			      [] { return std::string(block_mode_name(detect_mode())); },
+			      [](const std::string &s) {
+				      static const char *names[] = {"auto", "perf", "sample", "off"};
+				      for (int i = 0; i < 4; i++)
+					      if (s == names[i])
+						      return detect_set_mode(i);
+				      return -EINVAL;
+			      }});
+		v->push_back(fail_param("cmwq.fail_perf_open", p.fail_perf_open));
+		v->push_back({"cmwq.unbound_concurrency", "kernel, managed", true,
+			      [&p] { return std::string(p.unbound_managed.load() ? "managed" : "kernel"); },
+			      [](const std::string &s) {
+				      if (s != "kernel" && s != "managed")
+					      return -EINVAL;
+				      return set_unbound_concurrency(s == "managed");
+			      }});
 		v->push_back({"cmwq.idle_timeout_s", "an integer of seconds from 1 to 86400", true,
 			      [&p] { return std::to_string(p.idle_timeout_s.load()); },
 			      [&p](const std::string &s) {

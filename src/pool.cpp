@@ -6,6 +6,7 @@
 #include "engine.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -185,6 +186,48 @@ static void idle_timer_fn(timer_list *t)
 		wake_worker(w);
 }
 
+void pool_set_managed(worker_pool *pool, bool managed)
+{
+	if (pool->cpu >= 0 || (pool->flags & POOL_BH))
+		return; // per-CPU pools are always managed, BH pools never
+	if (pool->managed != managed) {
+		for (worker *w : pool->workers) {
+			if (managed) {
+				worker_clr_flags(w, WORKER_UNBOUND);
+			} else {
+				if (w->sleeping)
+					worker_set_running(w); // counted back before the flag takes it out
+				worker_set_flags(w, WORKER_UNBOUND);
+			}
+		}
+	}
+	pool->managed = managed;
+	pool->concurrency = managed ? std::max<int>(1, static_cast<int>(pool->pod_cpus.size())) : 1;
+}
+
+int set_unbound_concurrency(bool managed)
+{
+	auto &gl = g();
+	params().unbound_managed.store(managed);
+	if (gl.usable.empty())
+		return 0; // applied to each pool as it is created
+	std::vector<worker_pool *> pools;
+	{
+		lock_guard gk(gl.pool_mutex);
+		pools.assign(gl.pools.begin(), gl.pools.begin() + static_cast<long>(gl.nr_pools.load()));
+	}
+	for (auto *pool : pools) {
+		deferred d;
+		{
+			lock_guard lk(pool->lock);
+			pool_set_managed(pool, managed);
+			kick_pool(pool, d);
+		}
+		d.run();
+	}
+	return 0;
+}
+
 void mayday_arm(worker_pool *pool)
 {
 	timer_add_if_idle(&pool->mayday_timer, now_ns() + MAYDAY_INITIAL_TIMEOUT_NS, g().mayday_timeout);
@@ -200,7 +243,12 @@ void monitor_watch(worker_pool *pool)
 	lock_guard lk(m.lock);
 	if (!m.armed) {
 		m.armed = true;
-		m.cv.notify_one();
+		if (m.efd >= 0) {
+			uint64_t one = 1;
+			(void)!write(m.efd, &one, sizeof(one));
+		} else {
+			m.cv.notify_one();
+		}
 	}
 }
 
@@ -241,12 +289,13 @@ void init_percpu_pools(globals &gl)
 				p->cpus = {cpu};
 				p->pod_cpus = {cpu};
 				p->strict = true;
+				lock_guard lk(p->lock); // not yet seen by anyone: for the analysis
 				if (bh) {
-					lock_guard lk(p->lock); // not yet seen by anyone: for the analysis
 					p->flags |= POOL_BH;
 					p->max_workers = 1;
 					gl.bh_pools[hi][static_cast<size_t>(cpu)] = p;
 				} else {
+					p->managed = true;
 					gl.cpu_pools[hi][static_cast<size_t>(cpu)] = p;
 				}
 			}
@@ -304,6 +353,7 @@ worker_pool *get_unbound_pool(int nice, bool strict, const std::vector<int> &pod
 	{
 		lock_guard lk(p->lock); // not yet seen by anyone: for the analysis
 		p->flags |= POOL_DISASSOCIATED;
+		pool_set_managed(p, params().unbound_managed.load());
 	}
 	p->refcnt = 1;
 	h[key] = p;

@@ -114,8 +114,7 @@ static void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work) 
 				pool->last_progress_ns = now_ns();
 			insert_work(pwq, work, &pool->worklist, cflags);
 			CMWQ_PROBE2(workqueue_activate_work, work, work->func);
-			if (!kick_pool(pool, d) && pool->nr_running > 0 && pool->cpu >= 0 &&
-			    !(pool->flags & POOL_BH))
+			if (!kick_pool(pool, d) && pool->nr_running > 0 && pool->managed)
 				monitor_watch(pool);
 		} else {
 			insert_work(pwq, work, &pwq->inactive_works, cflags | WORK_STRUCT_INACTIVE);

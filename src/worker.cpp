@@ -117,7 +117,7 @@ void hog_report(work_func_t fn)
 static void hog_account(worker *w, pool_workqueue *pwq, uint64_t cpu_ns, bool flagged) REQUIRES(w->pool->lock)
 {
 	uint64_t thresh = params().cpu_intensive_thresh_us.load() * 1000ull;
-	if (flagged || !thresh || cpu_ns < thresh || w->pool->cpu < 0 || (w->flags & WORKER_NOT_RUNNING))
+	if (flagged || !thresh || cpu_ns < thresh || !w->pool->managed || (w->flags & WORKER_NOT_RUNNING))
 		return;
 	// Ran past the threshold without the monitor seeing it (nothing waited):
 	// counted and reported as the kernel's tick would have.
@@ -143,8 +143,10 @@ static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES
 	hash_add(pool, w);
 	list_del_init(&work->entry);
 	// Items still wait behind us on a concurrency-managed pool: if we block
-	// without a hint, the monitor must notice.
-	if (pool->cpu >= 0 && !(pool->flags & POOL_BH) && !list_empty(&pool->worklist) && !w->rescuer)
+	// without a hint, the monitor must notice (and our context-switch
+	// event, enabled below before the function runs, tells it at once).
+	bool watched = pool->managed && !list_empty(&pool->worklist) && !w->rescuer;
+	if (watched)
 		monitor_watch(pool);
 	if (wq->flags & WQ_CPU_INTENSIVE)
 		worker_set_flags(w, WORKER_CPU_INTENSIVE);
@@ -165,6 +167,8 @@ static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES
 	w->pool->lock.unlock();
 	d.run();
 	d = deferred{};
+	if (watched)
+		detect_enable_self(w);
 
 	if (!pool->strict && !w->rescuer)
 		worker_repatriate(w);
@@ -179,7 +183,11 @@ static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES
 	// per-CPU fan-out ~30 ns per item.
 	uint64_t t0 = w->current_start_ns;
 	CMWQ_PROBE2(workqueue_execute_start, work, fn);
+	// The block detector counts only switches inside the function: a
+	// worker waiting for pool->lock between items has not blocked its item.
+	w->in_item.store(true, std::memory_order_relaxed);
 	fn(work);
+	w->in_item.store(false, std::memory_order_relaxed);
 	CMWQ_PROBE2(workqueue_execute_end, work, fn);
 	w->clock_ns = now_ns();
 	uint64_t wall = w->clock_ns - t0;
@@ -254,6 +262,7 @@ static void *worker_thread(void *arg)
 	set_thread_name(w);
 	pin_self(pool->cpus);
 	apply_nice(pool->nice);
+	detect_worker_start(w);
 
 	deferred d;
 	w->pool->lock.lock();
@@ -280,6 +289,7 @@ static void *worker_thread(void *arg)
 		w->pool->lock.unlock();
 		d.run();
 		d = deferred{};
+		detect_disable_self(w); // idle: its switches are nobody's business
 		{
 			unsigned spin_ns = params().idle_spin_ns.load(std::memory_order_relaxed);
 			if (spin_ns) {
@@ -296,6 +306,7 @@ static void *worker_thread(void *arg)
 	auto &ws = pool->workers;
 	ws.erase(std::find(ws.begin(), ws.end(), w));
 	w->pool->lock.unlock();
+	detect_worker_exit(w);
 	int n = 0;
 	while (w->pins.load(std::memory_order_acquire))
 		spin_pause(n);
@@ -323,7 +334,7 @@ static bool create_worker(worker_pool *pool)
 	w->pool = pool;
 	{
 		lock_guard lk(pool->lock);
-		w->flags = WORKER_PREP | ((pool->cpu < 0 || (pool->flags & POOL_BH)) ? unsigned(WORKER_UNBOUND) : 0u);
+		w->flags = WORKER_PREP | (pool->managed ? 0u : unsigned(WORKER_UNBOUND));
 		w->id = pool->next_worker_id++;
 		pool->workers.push_back(w);
 		pool->nr_workers++;
@@ -352,6 +363,7 @@ void worker_set_running(worker *w)
 {
 	w->sleeping = false;
 	w->detected = false;
+	w->marked.store(false, std::memory_order_relaxed);
 	if (!(w->flags & WORKER_NOT_RUNNING))
 		w->pool->nr_running++;
 }

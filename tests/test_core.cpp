@@ -72,6 +72,15 @@ TEST(policy, keep_working_while_at_most_one_runs)
 	EXPECT_FALSE(d::keep_working({true, 0, 0, 1, false}));
 }
 
+TEST(policy, a_managed_unbound_pool_runs_as_many_as_its_concurrency)
+{
+	// Two CPUs in the pod: a second worker may start, a third may not.
+	EXPECT_TRUE(d::need_more_worker({false, 1, 1, 2, false, 2}));
+	EXPECT_FALSE(d::need_more_worker({false, 2, 1, 3, false, 2}));
+	EXPECT_TRUE(d::keep_working({false, 2, 0, 2, false, 2}));
+	EXPECT_FALSE(d::keep_working({false, 3, 0, 3, false, 2}));
+}
+
 TEST(policy, need_to_create_worker_when_no_idle_worker)
 {
 	EXPECT_TRUE(d::need_to_create_worker({false, 0, 0, 1, false}));

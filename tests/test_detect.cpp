@@ -1,0 +1,382 @@
+// Block detection: a worker that blocks without a hint (nanosleep, read on
+// a pipe, a contended pthread mutex, poll) lets the item queued behind it
+// start, on a per-CPU queue and on a managed unbound queue of one-CPU pods,
+// with context-switch events alone (sampling off) and with the sampling
+// fallback; the parameters; managed unbound fan-out; hogs in every mode.
+#include <cmwq/linux/workqueue.h>
+#include <cmwq/params.h>
+#include <cmwq/stats.h>
+#include <cmwq/topology.hpp>
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <poll.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string param(const char *name)
+{
+	char buf[64] = {};
+	EXPECT_EQ(cmwq_param_get(name, buf, sizeof(buf)), 0) << name;
+	return buf;
+}
+
+// Restores the parameters a test changes.
+struct saved_params {
+	std::string detect = param("cmwq.block_detect");
+	std::string sample = param("cmwq.blocked_sample_us");
+	std::string unbound = param("cmwq.unbound_concurrency");
+	~saved_params()
+	{
+		cmwq_param_set("cmwq.fail_perf_open", "0");
+		cmwq_param_set("cmwq.block_detect", detect == "perf" ? "auto" : detect.c_str());
+		cmwq_param_set("cmwq.blocked_sample_us", sample.c_str());
+		cmwq_param_set("cmwq.unbound_concurrency", unbound.c_str());
+	}
+};
+
+bool perf_available()
+{
+	saved_params s;
+	return cmwq_param_set("cmwq.block_detect", "perf") == 0;
+}
+
+int test_cpu() { return cmwq::current_topology().usable.back(); }
+
+enum class how { nanosleep, pipe_read, mutex, poll };
+const char *how_name(how h)
+{
+	switch (h) {
+	case how::nanosleep: return "nanosleep";
+	case how::pipe_read: return "pipe_read";
+	case how::mutex: return "mutex";
+	default: return "poll";
+	}
+}
+
+// Item A blocks (without a hint) until item B, queued behind it on the same
+// pool, has started. Without detection B never starts while A blocks.
+struct scenario {
+	how h;
+	int pipefd[2] = {-1, -1};
+	pthread_mutex_t mtx = PTHREAD_MUTEX_INITIALIZER;
+	std::atomic<bool> b_started{false};
+	std::atomic<bool> a_done{false};
+	std::atomic<bool> give_up{false};
+	work_struct a, b;
+};
+scenario *cur;
+
+void a_fn(work_struct *)
+{
+	scenario &s = *cur;
+	switch (s.h) {
+	case how::nanosleep:
+		while (!s.b_started.load() && !s.give_up.load()) {
+			timespec ts{0, 1000000};
+			nanosleep(&ts, nullptr);
+		}
+		break;
+	case how::pipe_read: {
+		char c;
+		(void)!read(s.pipefd[0], &c, 1);
+		break;
+	}
+	case how::mutex:
+		pthread_mutex_lock(&s.mtx); // the test thread holds it until B starts
+		pthread_mutex_unlock(&s.mtx);
+		break;
+	case how::poll: {
+		pollfd p{s.pipefd[0], POLLIN, 0};
+		(void)poll(&p, 1, 60000);
+		break;
+	}
+	}
+	s.a_done = true;
+}
+
+void b_fn(work_struct *)
+{
+	scenario &s = *cur;
+	s.b_started = true;
+	if (s.h == how::pipe_read || s.h == how::poll)
+		(void)!write(s.pipefd[1], "x", 1);
+}
+
+// Runs the scenario on wq (on test_cpu()); whether B started while A blocked.
+bool b_starts_while_a_blocks(workqueue_struct *wq, how h)
+{
+	scenario s;
+	s.h = h;
+	cur = &s;
+	EXPECT_EQ(pipe(s.pipefd), 0);
+	if (h == how::mutex)
+		pthread_mutex_lock(&s.mtx);
+	INIT_WORK(&s.a, a_fn);
+	INIT_WORK(&s.b, b_fn);
+	queue_work_on(test_cpu(), wq, &s.a);
+	queue_work_on(test_cpu(), wq, &s.b);
+	bool ok = wait_until([&] { return s.b_started.load(); }, 20000ms);
+	// Release A whatever happened, so the queue drains.
+	s.give_up = true;
+	if (h == how::mutex)
+		pthread_mutex_unlock(&s.mtx);
+	else
+		(void)!write(s.pipefd[1], "x", 1);
+	flush_workqueue(wq);
+	close(s.pipefd[0]);
+	close(s.pipefd[1]);
+	cur = nullptr;
+	return ok; // A ends only after B started: B started while A blocked
+}
+
+workqueue_struct *managed_unbound_wq(const char *name)
+{
+	// One-CPU pods: a managed pool lets one worker run, as a per-CPU pool.
+	workqueue_struct *wq = alloc_workqueue("%s", WQ_UNBOUND, 0, name);
+	workqueue_attrs *attrs = alloc_workqueue_attrs();
+	attrs->affn_scope = WQ_AFFN_CPU;
+	EXPECT_EQ(apply_workqueue_attrs(wq, attrs), 0);
+	free_workqueue_attrs(attrs);
+	return wq;
+}
+
+struct detect_case {
+	how h;
+	bool unbound;
+	const char *detector; // perf (sampling off) or sample
+};
+
+std::string case_name(const testing::TestParamInfo<detect_case> &i)
+{
+	return std::string(how_name(i.param.h)) + (i.param.unbound ? "_managed_unbound_" : "_percpu_") +
+	       i.param.detector;
+}
+
+class unannounced_block : public testing::TestWithParam<detect_case> {};
+
+} // namespace
+
+TEST_P(unannounced_block, item_behind_a_blocked_worker_starts)
+{
+	const detect_case &c = GetParam();
+	saved_params saved;
+	if (std::string(c.detector) == "perf") {
+		if (!perf_available())
+			GTEST_SKIP() << "context-switch events are not available here";
+		ASSERT_EQ(cmwq_param_set("cmwq.block_detect", "perf"), 0);
+		// Only the events can find the block.
+		ASSERT_EQ(cmwq_param_set("cmwq.blocked_sample_us", "0"), 0);
+	} else {
+		ASSERT_EQ(cmwq_param_set("cmwq.fail_perf_open", "-1"), 0);
+		ASSERT_EQ(cmwq_param_set("cmwq.block_detect", "auto"), 0);
+		ASSERT_EQ(param("cmwq.block_detect"), "sample");
+	}
+	if (c.unbound) {
+		ASSERT_EQ(cmwq_param_set("cmwq.unbound_concurrency", "managed"), 0);
+	}
+	workqueue_struct *wq = c.unbound ? managed_unbound_wq("detect_u") : alloc_workqueue("detect_p", WQ_PERCPU, 0);
+	ASSERT_NE(wq, nullptr);
+	// Twice: the first round also creates the pool's second worker.
+	EXPECT_TRUE(b_starts_while_a_blocks(wq, c.h)) << "first round";
+	EXPECT_TRUE(b_starts_while_a_blocks(wq, c.h)) << "second round";
+	destroy_workqueue(wq);
+}
+
+INSTANTIATE_TEST_SUITE_P(kinds, unannounced_block,
+			 testing::Values(detect_case{how::nanosleep, false, "perf"},
+					 detect_case{how::pipe_read, false, "perf"},
+					 detect_case{how::mutex, false, "perf"},
+					 detect_case{how::poll, false, "perf"},
+					 detect_case{how::nanosleep, true, "perf"},
+					 detect_case{how::pipe_read, true, "perf"},
+					 detect_case{how::mutex, true, "perf"},
+					 detect_case{how::poll, true, "perf"},
+					 detect_case{how::nanosleep, false, "sample"},
+					 detect_case{how::pipe_read, false, "sample"},
+					 detect_case{how::mutex, true, "sample"},
+					 detect_case{how::poll, true, "sample"}),
+			 case_name);
+
+// Control: with no detector the scenario really needs one (else the tests
+// above could pass for another reason). A gives up after a while.
+TEST(block_detect, without_a_detector_the_item_behind_waits)
+{
+	saved_params saved;
+	ASSERT_EQ(cmwq_param_set("cmwq.block_detect", "off"), 0);
+	EXPECT_EQ(param("cmwq.block_detect"), "off");
+	workqueue_struct *wq = alloc_workqueue("detect_off", WQ_PERCPU, 0);
+	scenario s;
+	s.h = how::nanosleep;
+	cur = &s;
+	INIT_WORK(&s.a, a_fn);
+	INIT_WORK(&s.b, b_fn);
+	queue_work_on(test_cpu(), wq, &s.a);
+	queue_work_on(test_cpu(), wq, &s.b);
+	std::this_thread::sleep_for(300ms);
+	EXPECT_FALSE(s.b_started.load());
+	s.give_up = true;
+	flush_workqueue(wq);
+	EXPECT_TRUE(s.b_started.load());
+	cur = nullptr;
+	destroy_workqueue(wq);
+}
+
+TEST(block_detect, parameter_reads_the_detector_in_effect_and_refuses_unknown_values)
+{
+	saved_params saved;
+	std::string before = param("cmwq.block_detect");
+	EXPECT_TRUE(before == "perf" || before == "sample" || before == "off") << before;
+	EXPECT_EQ(cmwq_param_set("cmwq.block_detect", "events"), -EINVAL);
+	EXPECT_EQ(cmwq_param_set("cmwq.block_detect", ""), -EINVAL);
+	EXPECT_EQ(param("cmwq.block_detect"), before);
+
+	ASSERT_EQ(cmwq_param_set("cmwq.block_detect", "sample"), 0);
+	EXPECT_EQ(param("cmwq.block_detect"), "sample");
+	ASSERT_EQ(cmwq_param_set("cmwq.block_detect", "off"), 0);
+	EXPECT_EQ(param("cmwq.block_detect"), "off");
+}
+
+TEST(block_detect, forced_fallback_refuses_perf_and_auto_falls_back_to_sampling)
+{
+	saved_params saved;
+	std::string before = param("cmwq.block_detect");
+	ASSERT_EQ(cmwq_param_set("cmwq.fail_perf_open", "-1"), 0);
+	testing::internal::CaptureStderr();
+	EXPECT_EQ(cmwq_param_set("cmwq.block_detect", "perf"), -EOPNOTSUPP);
+	std::string err = testing::internal::GetCapturedStderr();
+	EXPECT_NE(err.find("cmwq.block_detect=perf"), std::string::npos) << err;
+	EXPECT_NE(err.find("perf_event_open"), std::string::npos) << err;
+	EXPECT_EQ(param("cmwq.block_detect"), before) << "a refused value changes nothing";
+	ASSERT_EQ(cmwq_param_set("cmwq.block_detect", "auto"), 0);
+	EXPECT_EQ(param("cmwq.block_detect"), "sample");
+}
+
+TEST(unbound_concurrency, parameter_accepts_kernel_and_managed_only)
+{
+	saved_params saved;
+	EXPECT_EQ(cmwq_param_set("cmwq.unbound_concurrency", "most"), -EINVAL);
+	EXPECT_EQ(param("cmwq.unbound_concurrency"), saved.unbound);
+	ASSERT_EQ(cmwq_param_set("cmwq.unbound_concurrency", "managed"), 0);
+	EXPECT_EQ(param("cmwq.unbound_concurrency"), "managed");
+	ASSERT_EQ(cmwq_param_set("cmwq.unbound_concurrency", "kernel"), 0);
+	EXPECT_EQ(param("cmwq.unbound_concurrency"), "kernel");
+}
+
+namespace {
+std::atomic<long> tiny_ran{0};
+void tiny_fn(work_struct *) { tiny_ran.fetch_add(1, std::memory_order_relaxed); }
+
+int process_threads()
+{
+	int n = 0;
+	if (DIR *d = opendir("/proc/self/task")) {
+		while (dirent *e = readdir(d))
+			n += e->d_name[0] != '.';
+		closedir(d);
+	}
+	return n;
+}
+} // namespace
+
+TEST(unbound_concurrency, managed_fan_out_adds_few_threads)
+{
+	saved_params saved;
+	ASSERT_EQ(cmwq_param_set("cmwq.unbound_concurrency", "managed"), 0);
+	workqueue_struct *wq = alloc_workqueue("fan_managed", WQ_UNBOUND, 0);
+	std::vector<work_struct> ws(200000);
+	for (auto &w : ws)
+		INIT_WORK(&w, tiny_fn);
+	// Settle what the library starts on first use (monitor, timer).
+	work_struct warm;
+	INIT_WORK(&warm, tiny_fn);
+	queue_work(wq, &warm);
+	flush_workqueue(wq);
+	int before = process_threads();
+	tiny_ran = 0;
+	for (auto &w : ws)
+		queue_work(wq, &w);
+	flush_workqueue(wq);
+	int added = process_threads() - before;
+	EXPECT_EQ(tiny_ran.load(), 200000);
+	int cpus = static_cast<int>(cmwq::current_topology().usable.size());
+	EXPECT_LE(added, 2 * cpus + 2) << "threads added by a 200,000-item fan-out";
+	destroy_workqueue(wq);
+}
+
+TEST(unbound_concurrency, switching_while_items_run_loses_nothing)
+{
+	saved_params saved;
+	workqueue_struct *wq = alloc_workqueue("switch_managed", WQ_UNBOUND, 0);
+	std::vector<work_struct> ws(20000);
+	tiny_ran = 0;
+	for (size_t i = 0; i < ws.size(); i++) {
+		INIT_WORK(&ws[i], tiny_fn);
+		queue_work(wq, &ws[i]);
+		if (i % 1000 == 0) {
+			ASSERT_EQ(cmwq_param_set("cmwq.unbound_concurrency", (i / 1000) % 2 ? "kernel" : "managed"), 0);
+		}
+	}
+	flush_workqueue(wq);
+	EXPECT_EQ(tiny_ran.load(), 20000);
+	destroy_workqueue(wq);
+}
+
+namespace {
+std::atomic<bool> burner_done{false};
+std::atomic<bool> small_ran_during_burn{false};
+void burner_fn(work_struct *)
+{
+	// 300 ms of wall time spinning: far past the 10 ms hog threshold.
+	auto end = std::chrono::steady_clock::now() + 300ms;
+	while (std::chrono::steady_clock::now() < end) {
+	}
+	burner_done = true;
+}
+void small_fn(work_struct *)
+{
+	if (!burner_done)
+		small_ran_during_burn = true;
+}
+class hog_in_mode : public testing::TestWithParam<const char *> {};
+} // namespace
+
+TEST_P(hog_in_mode, burner_is_reclassified_so_the_item_behind_it_runs)
+{
+	saved_params saved;
+	ASSERT_EQ(cmwq_param_set("workqueue.cpu_intensive_thresh_us", "10000"), 0);
+	std::string mode = GetParam();
+	if (mode == "perf" && !perf_available())
+		GTEST_SKIP() << "context-switch events are not available here";
+	ASSERT_EQ(cmwq_param_set("cmwq.block_detect", mode.c_str()), 0);
+	burner_done = false;
+	small_ran_during_burn = false;
+	auto *wq = alloc_workqueue("hog_mode", WQ_PERCPU, 0);
+	work_struct b, s;
+	INIT_WORK(&b, burner_fn);
+	INIT_WORK(&s, small_fn);
+	testing::internal::CaptureStderr();
+	queue_work_on(test_cpu(), wq, &b);
+	queue_work_on(test_cpu(), wq, &s);
+	flush_workqueue(wq);
+	testing::internal::GetCapturedStderr();
+	EXPECT_TRUE(small_ran_during_burn.load());
+	uint64_t st[PWQ_NR_STATS];
+	cmwq_workqueue_stats(wq, st);
+	EXPECT_GE(st[PWQ_STAT_CPU_INTENSIVE], 1u);
+	destroy_workqueue(wq);
+}
+
+INSTANTIATE_TEST_SUITE_P(modes, hog_in_mode, testing::Values("perf", "sample", "off"));
