@@ -173,10 +173,11 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 			}
 			if (w->sleeping || (w->flags & WORKER_NOT_RUNNING))
 				continue;
-			if (evented && !event_on && !list_empty(&pool->worklist))
-				cands.push_back({w, w->tid, prog, true, false, w->detect_token});
-			if (enable_only)
+			if (enable_only) {
+				if (evented && !event_on && !list_empty(&pool->worklist))
+					cands.push_back({w, w->tid, prog, true, false, w->detect_token});
 				continue;
+			}
 			if (prog != w->mon_prog) {
 				// First sight of this item: its hog timing starts here.
 				w->mon_prog = prog;
@@ -202,7 +203,13 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 			}
 			if (mode == BLOCK_OFF || list_empty(&pool->worklist))
 				continue;
-			if (!evented && stalled)
+			// An item seen on two passes with others waiting: its
+			// worker's event goes on (and the worker is looked at once).
+			// Not on first sight: an item queued behind one that is about
+			// to end would only cost the worker two ioctls.
+			if (evented && !event_on)
+				cands.push_back({w, w->tid, prog, true, false, w->detect_token});
+			else if (!evented && stalled)
 				cands.push_back({w, w->tid, prog, true, false});
 		}
 	}
