@@ -31,7 +31,7 @@ namespace cmwq::detail {
 namespace {
 
 // How long the monitor lets meaningless switches gather before it looks
-// again (docs/benchmarks.md §10).
+// again (docs/benchmarks.md §11).
 constexpr long DETECT_HOLDOFF_NS = 50000;
 constexpr int DETECT_HOLDOFF_AFTER = 8; // wakeups in a row that changed nothing
 
