@@ -20,6 +20,15 @@ packages=(
 	gnuplot-nox jq
 )
 
+# --arm64: what the aarch64 cross build and its emulated tests need
+# (scripts/arm64.sh): the cross compiler, user-mode qemu, and GoogleTest for
+# arm64 through multiarch.
+arm64=0
+if [[ ${1:-} == --arm64 ]]; then
+	arm64=1
+	packages=(g++-aarch64-linux-gnu qemu-user-static libgtest-dev:arm64 cmake pkg-config)
+fi
+
 if [[ ${1:-} == --list ]]; then
 	printf '%s\n' "${packages[@]}"
 	exit 0
@@ -53,6 +62,10 @@ else
 fi
 
 export DEBIAN_FRONTEND=noninteractive
+if ((arm64)) && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+	"${sudo[@]}" dpkg --add-architecture arm64
+	"${sudo[@]}" apt-get update -q
+fi
 install() { "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"; }
 # Refresh the package lists only when there are none or they are stale.
 if ! compgen -G '/var/lib/apt/lists/*_Packages*' >/dev/null || ! install; then

@@ -98,7 +98,7 @@ std::string errno_why(const char *what, int err)
 	if (err == EACCES || err == EPERM)
 		s += " (kernel.perf_event_paranoid is 3, or a seccomp profile refuses it)";
 	else if (err == ENOSYS || err == ENOENT || err == EINVAL)
-		s += " (the kernel has no context-switch events)";
+		s += " (this kernel, or an emulator such as qemu-user, has no context-switch events)";
 	return s;
 }
 

@@ -4,14 +4,14 @@
 #                   perf_event_open); the blocked item is found either way
 #  unprivileged     the same as uid 65534 (skipped unless run as root)
 #  forced_fallback  cmwq.fail_perf_open=-1: sample, with the message
-set(cmd ${PROG})
+set(cmd ${RUNNER} ${PROG})
 set(env)
 if(MODE STREQUAL "unprivileged")
   execute_process(COMMAND id -u OUTPUT_VARIABLE uid OUTPUT_STRIP_TRAILING_WHITESPACE)
   if(NOT uid STREQUAL "0" OR NOT SETPRIV)
     message(STATUS "not root or no setpriv: this run is the unprivileged one already")
   else()
-    set(cmd ${SETPRIV} --reuid=65534 --regid=65534 --clear-groups ${PROG})
+    set(cmd ${SETPRIV} --reuid=65534 --regid=65534 --clear-groups ${RUNNER} ${PROG})
   endif()
 elseif(MODE STREQUAL "forced_fallback")
   set(env CMWQ_PARAMS=cmwq.fail_perf_open=-1)

@@ -7,7 +7,7 @@ set_target_properties(detect_target PROPERTIES LINKER_LANGUAGE CXX)
 find_program(CMWQ_SETPRIV setpriv)
 foreach(mode default unprivileged forced_fallback)
   add_test(NAME block_detect_at_start_${mode}
-           COMMAND ${CMAKE_COMMAND} -DMODE=${mode} -DSETPRIV=${CMWQ_SETPRIV}
+           COMMAND ${CMAKE_COMMAND} -DMODE=${mode} -DSETPRIV=${CMWQ_SETPRIV} -DRUNNER=${CMWQ_TEST_RUNNER}
                    -DPROG=$<TARGET_FILE:detect_target>
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/detect_run.cmake)
   set_tests_properties(block_detect_at_start_${mode} PROPERTIES TIMEOUT 60)

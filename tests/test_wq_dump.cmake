@@ -19,7 +19,7 @@ if(CMAKE_SCRIPT_MODE_FILE)
   # Runs wq_dump with the arguments given; `out` gets stdout with the
   # snapshot path replaced, and a non-zero exit is fatal.
   function(run_wq_dump out)
-    execute_process(COMMAND ${WQ_DUMP} ${ARGN}
+    execute_process(COMMAND ${RUNNER} ${WQ_DUMP} ${ARGN}
                     OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr RESULT_VARIABLE rc)
     if(NOT rc EQUAL 0)
       message(FATAL_ERROR "wq_dump ${ARGN} exited with ${rc}\n"
@@ -195,12 +195,12 @@ if(CMAKE_SCRIPT_MODE_FILE)
     endif()
 
   elseif(STEP STREQUAL "bad_args")
-    execute_process(COMMAND ${WQ_DUMP} --no-such-option
+    execute_process(COMMAND ${RUNNER} ${WQ_DUMP} --no-such-option
                     OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
     if(NOT rc EQUAL 2 OR NOT err MATCHES "usage: wq_dump")
       message(FATAL_ERROR "an unknown option gave exit ${rc} and stderr:\n${err}")
     endif()
-    execute_process(COMMAND ${WQ_DUMP} --help OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+    execute_process(COMMAND ${RUNNER} ${WQ_DUMP} --help OUTPUT_VARIABLE out RESULT_VARIABLE rc)
     if(NOT rc EQUAL 0 OR NOT out MATCHES "Affinity Scopes" OR NOT out MATCHES "idle/workers")
       message(FATAL_ERROR "--help gave exit ${rc} without the legend:\n${out}")
     endif()
@@ -225,7 +225,7 @@ file(MAKE_DIRECTORY ${cmwq_wq_dump_actual})
 
 function(cmwq_wq_dump_test name step root)
   add_test(NAME ${name}
-    COMMAND ${CMAKE_COMMAND} -DSTEP=${step} -DWQ_DUMP=$<TARGET_FILE:wq_dump>
+    COMMAND ${CMAKE_COMMAND} -DSTEP=${step} -DRUNNER=${CMWQ_TEST_RUNNER} -DWQ_DUMP=$<TARGET_FILE:wq_dump>
             -DROOT=${root} ${ARGN} -P ${cmwq_wq_dump_script})
   set_tests_properties(${name} PROPERTIES TIMEOUT 120)
 endfunction()
