@@ -329,7 +329,7 @@ void run_server(server &s)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			std::fprintf(stderr, "cmwq: control: poll: %s; endpoint stopped\n",
+			cmwq::detail::log_printf(LOG_WARNING, "cmwq: control: poll: %s; endpoint stopped\n",
 				     std::strerror(errno));
 			break;
 		}
@@ -385,7 +385,7 @@ void *server_main(void *arg)
 	try {
 		run_server(*s);
 	} catch (...) {
-		std::fprintf(stderr, "cmwq: control: internal error; endpoint stopped\n");
+		cmwq::detail::log_printf(LOG_WARNING, "cmwq: control: internal error; endpoint stopped\n");
 	}
 	s->exited.store(true, std::memory_order_release);
 	{
@@ -409,7 +409,7 @@ std::string socket_dir()
 
 int refuse(const std::string &what, int err)
 {
-	std::fprintf(stderr, "cmwq: control: not started: %s\n", what.c_str());
+	cmwq::detail::log_printf(LOG_WARNING, "cmwq: control: not started: %s\n", what.c_str());
 	return -err;
 }
 
@@ -660,7 +660,7 @@ extern "C" void cmwq_control_stop(void)
 		return;
 	std::unique_lock<std::mutex> lk(s->mu);
 	if (!s->cv.wait_for(lk, stop_wait, [&] { return s->done; }))
-		std::fprintf(stderr, "cmwq: control: the server thread is still busy with a "
+		cmwq::detail::log_printf(LOG_WARNING, "cmwq: control: the server thread is still busy with a "
 				     "request; it will exit when that returns\n");
 }
 

@@ -312,7 +312,7 @@ int detect_set_mode(int requested)
 		}
 	}
 	if (m < 0) {
-		fprintf(stderr, "cmwq: cmwq.block_detect=perf: context-switch events are not available: %s\n", why.c_str());
+		log_printf(LOG_WARNING, "cmwq: cmwq.block_detect=perf: context-switch events are not available: %s\n", why.c_str());
 		return -EOPNOTSUPP;
 	}
 	return 0;

@@ -120,11 +120,16 @@ using namespace cmwq::detail;
 extern "C" {
 
 void cmwq_dump(FILE *out) { dump_all(out); }
-void show_all_workqueues(void) { dump_all(stderr); }
+void show_all_workqueues(void)
+{
+	log_dump(LOG_INFO, [](FILE *f) { dump_all(f); });
+}
 void show_one_workqueue(struct workqueue_struct *wq)
 {
-	lock_guard wk(wq->mutex);
-	show_wq(stderr, wq, now_ns());
+	log_dump(LOG_INFO, [wq](FILE *f) {
+		lock_guard wk(wq->mutex);
+		show_wq(f, wq, now_ns());
+	});
 }
 
 } // extern "C"

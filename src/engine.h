@@ -25,6 +25,8 @@
 
 #include "internal.h"
 
+#include <syslog.h>
+
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -77,6 +79,15 @@ void warn_fork_lock();
 void warn_fork_unlock();
 // Context: any. The function's symbol name, or its address.
 std::string func_name(work_func_t f);
+// Context: any (the log lock is a leaf). The library's messages: one call
+// per line to the handler of <cmwq/log.h>, or to stderr without one.
+// Levels are syslog's. log_dump renders a dump (a FILE writer) the same way.
+void log_text(int level, const std::string &text);
+void log_printf(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void log_dump(int level, const std::function<void(FILE *)> &write);
+bool logs_have_handler();
+void log_fork_lock();
+void log_fork_unlock();
 // Context: any (takes an internal lock). Prints msg once per key.
 void warn_once_msg(const std::string &key, const std::string &msg);
 

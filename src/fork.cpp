@@ -58,11 +58,13 @@ void fork_prepare() NO_THREAD_SAFETY_ANALYSIS
 	monitor_fork_lock();
 	hog_fork_lock();
 	warn_fork_lock();
+	log_fork_lock();
 }
 
 void fork_unlock(bool child) NO_THREAD_SAFETY_ANALYSIS
 {
 	auto &h = held();
+	log_fork_unlock();
 	warn_fork_unlock();
 	hog_fork_unlock();
 	monitor_fork_unlock(child);

@@ -258,15 +258,16 @@ void watchdog_check(uint64_t now)
 		if (now <= ts + thresh * 1000000000ull)
 			continue;
 		lockup = true;
-		fprintf(stderr, "BUG: workqueue lockup - pool cpus=%s", format_cpulist(pool->cpus).c_str());
+		char node[32] = "";
 		if (pool->node >= 0)
-			fprintf(stderr, " node=%d", pool->node);
-		fprintf(stderr, " flags=0x%x nice=%d stuck for %llus!\n", pool->flags, pool->nice,
-			static_cast<unsigned long long>((now - ts) / 1000000000ull));
+			snprintf(node, sizeof(node), " node=%d", pool->node);
+		log_printf(LOG_ERR, "BUG: workqueue lockup - pool cpus=%s%s flags=0x%x nice=%d stuck for %llus!\n",
+			   format_cpulist(pool->cpus).c_str(), node, pool->flags, pool->nice,
+			   static_cast<unsigned long long>((now - ts) / 1000000000ull));
 		pool->last_progress_ns = now; // report again only after another threshold
 	}
 	if (lockup)
-		dump_all(stderr);
+		log_dump(LOG_ERR, [](FILE *f) { dump_all(f); });
 }
 
 void *monitor_thread(void *)

@@ -126,7 +126,7 @@ std::vector<param> &table()
 				      if (!parse_ulong(s, 1u << 20, x))
 					      return -EINVAL;
 				      if (x == 0) {
-					      fprintf(stderr, "workqueue: cache_shard_size must be > 0, setting to 1\n");
+					      log_printf(LOG_WARNING, "workqueue: cache_shard_size must be > 0, setting to 1\n");
 					      x = 1;
 				      }
 				      if (g().usable.empty()) {
@@ -236,17 +236,17 @@ void params_load_env()
 		std::string name = tok.substr(0, eq);
 		param *p = find(name.c_str());
 		if (!p) {
-			fprintf(stderr, "cmwq: CMWQ_PARAMS: unknown parameter \"%s\"\n", name.c_str());
+			log_printf(LOG_WARNING, "cmwq: CMWQ_PARAMS: unknown parameter \"%s\"\n", name.c_str());
 			continue;
 		}
 		if (eq == std::string::npos) {
-			fprintf(stderr, "cmwq: CMWQ_PARAMS: \"%s\" needs a value (%s=VALUE; accepted: %s)\n",
+			log_printf(LOG_WARNING, "cmwq: CMWQ_PARAMS: \"%s\" needs a value (%s=VALUE; accepted: %s)\n",
 				name.c_str(), name.c_str(), p->accepted);
 			continue;
 		}
 		std::string val = tok.substr(eq + 1);
 		if (p->set(val))
-			fprintf(stderr, "cmwq: CMWQ_PARAMS: bad value \"%s\" for %s (accepted: %s); keeping %s\n",
+			log_printf(LOG_WARNING, "cmwq: CMWQ_PARAMS: bad value \"%s\" for %s (accepted: %s); keeping %s\n",
 				val.c_str(), p->name, p->accepted, p->get().c_str());
 	}
 }

@@ -262,7 +262,7 @@ static worker_pool *new_pool()
 	p->mayday_timer.heap_index = -1;
 	p->id = static_cast<int>(gl.pools.size());
 	if (gl.pools.size() == gl.pools.capacity()) {
-		fprintf(stderr, "cmwq: too many worker pools (%zu); refusing to create more\n", gl.pools.size());
+		log_printf(LOG_WARNING, "cmwq: too many worker pools (%zu); refusing to create more\n", gl.pools.size());
 		delete p;
 		return nullptr;
 	}

@@ -103,7 +103,7 @@ void ensure_started()
 		gl.real_cpus = affinity_cpus();
 		gl.topo = read_topology(params().cache_shard_size.load());
 		for (auto &w : gl.topo.warnings)
-			fprintf(stderr, "cmwq: %s\n", w.c_str());
+			log_printf(LOG_WARNING, "cmwq: %s\n", w.c_str());
 		build_cpu_index(gl);
 		gl.cpu_node = gl.topo.cpu_node;
 		gl.nr_nodes = gl.topo.nr_nodes;

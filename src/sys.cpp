@@ -5,7 +5,12 @@
 // sleeps and is woken) touches one file; the policy stays in pool.cpp.
 #include "engine.h"
 
+#include <cmwq/log.h>
+#include <cmwq/version.h>
+
 #include <dlfcn.h>
+#include <stdarg.h>
+#include <syslog.h>
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -18,7 +23,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <set>
 
 namespace cmwq::detail {
@@ -115,10 +122,92 @@ warn_state &warns()
 void warn_once_msg(const std::string &key, const std::string &msg)
 {
 	auto &w = warns();
-	lock_guard lk(w.lock);
-	if (w.seen.insert(key).second)
-		fprintf(stderr, "%s\n", msg.c_str());
+	bool first;
+	{
+		lock_guard lk(w.lock);
+		first = w.seen.insert(key).second;
+	}
+	if (first)
+		log_text(LOG_WARNING, msg);
 }
+
+namespace {
+struct log_state {
+	mutex lock;                // taken with any engine lock held: a leaf
+	cmwq_log_fn fn = nullptr;  // lock
+	void *arg = nullptr;       // lock
+};
+log_state &logs()
+{
+	static log_state *l = new log_state;
+	return *l;
+}
+} // namespace
+
+void log_text(int level, const std::string &text)
+{
+	auto &l = logs();
+	lock_guard lk(l.lock);
+	size_t pos = 0;
+	while (pos < text.size()) {
+		size_t nl = text.find('\n', pos);
+		std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+		pos = nl == std::string::npos ? text.size() : nl + 1;
+		if (l.fn)
+			l.fn(level, line.c_str(), l.arg);
+		else
+			fprintf(stderr, "%s\n", line.c_str());
+	}
+}
+
+void log_printf(int level, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	std::string text;
+	if (static_cast<size_t>(n) < sizeof(buf)) {
+		text.assign(buf, static_cast<size_t>(n));
+	} else {
+		text.resize(static_cast<size_t>(n) + 1);
+		va_start(ap, fmt);
+		vsnprintf(text.data(), text.size(), fmt, ap);
+		va_end(ap);
+		text.resize(static_cast<size_t>(n));
+	}
+	log_text(level, text);
+}
+
+void log_dump(int level, const std::function<void(FILE *)> &write)
+{
+	if (!logs_have_handler()) {
+		write(stderr);
+		return;
+	}
+	char *buf = nullptr;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return;
+	write(f);
+	fclose(f);
+	log_text(level, std::string(buf, len));
+	free(buf);
+}
+
+bool logs_have_handler()
+{
+	auto &l = logs();
+	lock_guard lk(l.lock);
+	return l.fn != nullptr;
+}
+
+void log_fork_lock() NO_THREAD_SAFETY_ANALYSIS { logs().lock.lock(); }
+void log_fork_unlock() NO_THREAD_SAFETY_ANALYSIS { logs().lock.unlock(); }
 
 void warn_fork_lock() NO_THREAD_SAFETY_ANALYSIS { warns().lock.lock(); }
 void warn_fork_unlock() NO_THREAD_SAFETY_ANALYSIS { warns().lock.unlock(); }
@@ -185,3 +274,13 @@ void apply_nice(int nice)
 }
 
 } // namespace cmwq::detail
+
+extern "C" void cmwq_set_log_handler(cmwq_log_fn fn, void *arg)
+{
+	auto &l = cmwq::detail::logs();
+	cmwq::detail::lock_guard lk(l.lock);
+	l.fn = fn;
+	l.arg = arg;
+}
+
+extern "C" const char *cmwq_version(void) { return CMWQ_VERSION_STRING; }

@@ -109,7 +109,7 @@ void hog_report(work_func_t fn)
 		cnt = ++it->second;
 	}
 	if (thresh && cnt >= thresh && is_pow2(cnt + 1 - thresh))
-		fprintf(stderr, "cmwq: %s hogged CPU for >%luus %llu times, consider switching to WQ_UNBOUND\n",
+		log_printf(LOG_WARNING, "cmwq: %s hogged CPU for >%luus %llu times, consider switching to WQ_UNBOUND\n",
 			func_name(fn).c_str(), params().cpu_intensive_thresh_us.load(),
 			static_cast<unsigned long long>(cnt));
 }

@@ -186,7 +186,7 @@ static void wq_adjust_max_active(workqueue_struct *wq) REQUIRES(wq->mutex)
 static int clamp_max_active(int max_active, const std::string &name)
 {
 	if (max_active < 1 || max_active > WQ_MAX_ACTIVE) {
-		fprintf(stderr,
+		log_printf(LOG_WARNING,
 			"workqueue: max_active %d requested for %s is out of range, clamping between %d and %d\n",
 			max_active, name.c_str(), 1, WQ_MAX_ACTIVE);
 		return std::clamp(max_active, 1, static_cast<int>(WQ_MAX_ACTIVE));
@@ -295,7 +295,7 @@ static void repod_all(bool only_default)
 				continue;
 			pwq_plan plan;
 			if (plan_unbound_pwqs(wq, wq->unbound_attrs, plan)) {
-				fprintf(stderr, "workqueue: allocation failed while updating CPU pod affinity of \"%s\"\n",
+				log_printf(LOG_WARNING, "workqueue: allocation failed while updating CPU pod affinity of \"%s\"\n",
 					wq->name.c_str());
 				continue;
 			}
@@ -368,7 +368,7 @@ static const unsigned known_flags = WQ_BH | WQ_UNBOUND | WQ_FREEZABLE | WQ_MEM_R
 static bool validate_flags(const char *name, unsigned &flags, int &max_active)
 {
 	if (flags & ~known_flags) {
-		fprintf(stderr,
+		log_printf(LOG_WARNING,
 			"workqueue: %s: unknown flags 0x%x; accepted: WQ_BH, WQ_UNBOUND, WQ_FREEZABLE, "
 			"WQ_MEM_RECLAIM, WQ_HIGHPRI, WQ_CPU_INTENSIVE, WQ_SYSFS, WQ_POWER_EFFICIENT, WQ_PERCPU\n",
 			name, flags & ~known_flags);
@@ -376,13 +376,13 @@ static bool validate_flags(const char *name, unsigned &flags, int &max_active)
 	}
 	if (flags & WQ_BH) {
 		if (flags & ~(__WQ_BH_ALLOWS | __WQ_DEPRECATED)) {
-			fprintf(stderr,
+			log_printf(LOG_WARNING,
 				"workqueue: %s: WQ_BH accepts only WQ_HIGHPRI and WQ_PERCPU besides it (got flags 0x%x)\n",
 				name, flags);
 			return false;
 		}
 		if (max_active) {
-			fprintf(stderr, "workqueue: %s: WQ_BH workqueues take max_active 0 (got %d)\n", name,
+			log_printf(LOG_WARNING, "workqueue: %s: WQ_BH workqueues take max_active 0 (got %d)\n", name,
 				max_active);
 			return false;
 		}
@@ -452,7 +452,7 @@ struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags, in
 		if ((flags & WQ_SYSFS))
 			for (auto *o : gl.workqueues)
 				if (o->sysfs && o->name == wq->name) {
-					fprintf(stderr, "workqueue: %s: a WQ_SYSFS workqueue of that name exists\n", name);
+					log_printf(LOG_WARNING, "workqueue: %s: a WQ_SYSFS workqueue of that name exists\n", name);
 					delete wq;
 					return nullptr;
 				}
@@ -528,7 +528,7 @@ void destroy_workqueue(struct workqueue_struct *wq)
 		}
 	}
 	if (busy) {
-		fprintf(stderr, "destroy_workqueue: %s has the following busy pwq\n", wq->name.c_str());
+		log_printf(LOG_WARNING, "destroy_workqueue: %s has the following busy pwq\n", wq->name.c_str());
 		show_one_workqueue(wq);
 		return;
 	}
@@ -576,7 +576,7 @@ void workqueue_set_max_active(struct workqueue_struct *wq, int max_active)
 	if (wq_refused(wq, "workqueue_set_max_active"))
 		return;
 	if (wq->flags & (WQ_BH | __WQ_ORDERED)) {
-		fprintf(stderr, "workqueue: %s: max_active of %s workqueues cannot be changed\n", wq->name.c_str(),
+		log_printf(LOG_WARNING, "workqueue: %s: max_active of %s workqueues cannot be changed\n", wq->name.c_str(),
 			(wq->flags & WQ_BH) ? "BH" : "ordered");
 		return;
 	}
@@ -594,7 +594,7 @@ void workqueue_set_min_active(struct workqueue_struct *wq, int min_active)
 	if (wq_refused(wq, "workqueue_set_min_active"))
 		return;
 	if ((wq->flags & (WQ_BH | __WQ_ORDERED)) || !(wq->flags & WQ_UNBOUND)) {
-		fprintf(stderr, "workqueue: %s: min_active applies to unbound, non-ordered workqueues only\n",
+		log_printf(LOG_WARNING, "workqueue: %s: min_active applies to unbound, non-ordered workqueues only\n",
 			wq->name.c_str());
 		return;
 	}
@@ -644,7 +644,7 @@ int apply_workqueue_attrs(struct workqueue_struct *wq, const struct workqueue_at
 	if (!attrs && null_arg("apply_workqueue_attrs", "attrs"))
 		return -EINVAL;
 	if (!(wq->flags & WQ_UNBOUND)) {
-		fprintf(stderr, "workqueue: %s: apply_workqueue_attrs() needs a WQ_UNBOUND workqueue\n",
+		log_printf(LOG_WARNING, "workqueue: %s: apply_workqueue_attrs() needs a WQ_UNBOUND workqueue\n",
 			wq->name.c_str());
 		return -EINVAL;
 	}
@@ -719,7 +719,7 @@ extern "C" void drain_workqueue(workqueue_struct *wq)
 		if (!busy)
 			break;
 		if (tries == 10 || (tries % 100 == 0 && tries <= 1000))
-			fprintf(stderr, "workqueue %s: drain_workqueue() isn't complete after %u tries\n",
+			log_printf(LOG_WARNING, "workqueue %s: drain_workqueue() isn't complete after %u tries\n",
 				wq->name.c_str(), tries);
 	}
 	lock_guard lk(wq->mutex);

@@ -38,6 +38,8 @@ if(CMAKE_SCRIPT_MODE_FILE)
     message(STATUS "PKG_CONFIG_PATH=$ENV{PKG_CONFIG_PATH}")
     message(STATUS "${CC} -std=c11 -Wall -Wextra -Werror ${SRC} $(pkg-config --cflags --libs cmwq) -o ${OUT}")
     run_or_die("compiling ${SRC}" sh -c "${cmd}" "${CC}" "${SRC}" "${OUT}")
+    # cmwq.pc has no rpath: a private prefix is found through LD_LIBRARY_PATH.
+    set(ENV{LD_LIBRARY_PATH} "${stage}/${LIBDIR}")
     execute_process(COMMAND "${OUT}" RESULT_VARIABLE rc
                     OUTPUT_VARIABLE out ERROR_VARIABLE out)
     message(STATUS "${OUT}:\n${out}")
@@ -47,7 +49,22 @@ if(CMAKE_SCRIPT_MODE_FILE)
     if(EXPECT AND NOT out MATCHES "${EXPECT}")
       message(FATAL_ERROR "${OUT} did not print \"${EXPECT}\"")
     endif()
-    # The rpath from cmwq.pc must resolve to the staged library.
+    execute_process(COMMAND readelf -d "${OUT}" OUTPUT_VARIABLE dyn)
+    if(dyn MATCHES "R(UN)?PATH")
+      message(FATAL_ERROR "${OUT} has an rpath from cmwq.pc:\n${dyn}")
+    endif()
+    # A fully static link of the same C program from the .pc alone.
+    set(cmd "\"$0\" -static -std=c11 -Wall -Wextra -Werror \"$1\" $(pkg-config --static --cflags --libs cmwq) -o \"$2\"")
+    message(STATUS "${CC} -static -std=c11 ... ${SRC} $(pkg-config --static --cflags --libs cmwq) -o ${OUT}_static")
+    run_or_die("linking ${SRC} statically" sh -c "${cmd}" "${CC}" "${SRC}" "${OUT}_static")
+    execute_process(COMMAND "${OUT}_static" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "${OUT}_static exited with ${rc}:\n${out}")
+    endif()
+    if(EXPECT AND NOT out MATCHES "${EXPECT}")
+      message(FATAL_ERROR "${OUT}_static did not print \"${EXPECT}\"")
+    endif()
+    # The staged library is the one loaded.
     find_program(ldd ldd)
     if(ldd)
       execute_process(COMMAND ${ldd} "${OUT}" OUTPUT_VARIABLE deps)
@@ -93,12 +110,12 @@ set(cmwq_install_script ${CMAKE_CURRENT_LIST_FILE})
 set(cmwq_stage ${CMAKE_BINARY_DIR}/stage)
 
 # The C API test, in-tree: built with the project's flags and sanitizers.
-add_executable(c_api ${CMAKE_CURRENT_LIST_DIR}/c_api.c)
-set_target_properties(c_api PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON
+add_executable(cmwq_c_api ${CMAKE_CURRENT_LIST_DIR}/c_api.c)
+set_target_properties(cmwq_c_api PROPERTIES OUTPUT_NAME c_api C_STANDARD 11 C_STANDARD_REQUIRED ON
   C_EXTENSIONS OFF LINKER_LANGUAGE CXX)
-target_link_libraries(c_api PRIVATE cmwq_static)
-cmwq_target_defaults(c_api)
-add_test(NAME c_api_returns_kernel_values COMMAND c_api)
+target_link_libraries(cmwq_c_api PRIVATE cmwq_static)
+cmwq_target_defaults(cmwq_c_api)
+add_test(NAME c_api_returns_kernel_values COMMAND cmwq_c_api)
 set_tests_properties(c_api_returns_kernel_values PROPERTIES TIMEOUT 60)
 
 # Install into the stage once, before any consumer test.
@@ -201,5 +218,5 @@ foreach(h ${cmwq_public_headers})
     list(APPEND cmwq_header_commands COMMAND ${cmd})
   endforeach()
 endforeach()
-add_custom_target(check_headers ${cmwq_header_commands}
+add_custom_target(cmwq_check_headers ${cmwq_header_commands}
   COMMENT "Compiling each public header alone" VERBATIM)

@@ -1,0 +1,76 @@
+// <cmwq/log.h> and <cmwq/version.h>: with a handler every message goes to it,
+// one call per line, and nothing to stderr; NULL restores stderr. The
+// version macros and the run-time version agree.
+#include <cmwq/linux/workqueue.h>
+#include <cmwq/log.h>
+#include <cmwq/params.h>
+#include <cmwq/version.h>
+#include <gtest/gtest.h>
+
+#include <syslog.h>
+
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace {
+struct captured {
+	std::mutex lock;
+	std::vector<std::pair<int, std::string>> lines;
+};
+void handler(int level, const char *msg, void *arg)
+{
+	auto *c = static_cast<captured *>(arg);
+	std::lock_guard lk(c->lock);
+	c->lines.emplace_back(level, msg);
+}
+bool has(captured &c, const std::string &needle, int level = -1)
+{
+	std::lock_guard lk(c.lock);
+	for (auto &[l, m] : c.lines)
+		if (m.find(needle) != std::string::npos && (level < 0 || l == level))
+			return true;
+	return false;
+}
+} // namespace
+
+TEST(log, a_handler_gets_every_message_and_stderr_gets_none)
+{
+	captured c;
+	workqueue_struct *wq = alloc_workqueue("log_percpu", WQ_PERCPU, 0);
+	ASSERT_NE(wq, nullptr);
+	workqueue_attrs *attrs = alloc_workqueue_attrs();
+	testing::internal::CaptureStderr();
+	cmwq_set_log_handler(handler, &c);
+	EXPECT_NE(apply_workqueue_attrs(wq, attrs), 0);    // a warning
+	EXPECT_EQ(cmwq_param_set("cmwq.block_detect", "perf-ish"), -EINVAL);
+	show_all_workqueues();                              // a dump, line by line
+	cmwq_set_log_handler(nullptr, nullptr);
+	std::string err = testing::internal::GetCapturedStderr();
+	EXPECT_EQ(err, "") << "with a handler nothing goes to stderr";
+	EXPECT_TRUE(has(c, "apply_workqueue_attrs() needs a WQ_UNBOUND workqueue", LOG_WARNING));
+	EXPECT_TRUE(has(c, "Showing busy workqueues and worker pools:", LOG_INFO)) << "the dump, through the handler";
+	{
+		std::lock_guard lk(c.lock);
+		for (auto &[l, m] : c.lines)
+			EXPECT_EQ(m.find('\n'), std::string::npos) << "one call per line: " << m;
+	}
+	// NULL restores stderr.
+	testing::internal::CaptureStderr();
+	EXPECT_NE(apply_workqueue_attrs(wq, attrs), 0);
+	err = testing::internal::GetCapturedStderr();
+	EXPECT_NE(err.find("needs a WQ_UNBOUND workqueue"), std::string::npos) << err;
+	free_workqueue_attrs(attrs);
+	destroy_workqueue(wq);
+}
+
+TEST(version, macros_and_run_time_version_agree)
+{
+	char expect[32];
+	snprintf(expect, sizeof(expect), "%d.%d.%d", CMWQ_VERSION_MAJOR, CMWQ_VERSION_MINOR, CMWQ_VERSION_PATCH);
+	EXPECT_STREQ(CMWQ_VERSION_STRING, expect);
+	EXPECT_STREQ(cmwq_version(), CMWQ_VERSION_STRING);
+	EXPECT_EQ(CMWQ_VERSION, CMWQ_VERSION_OF(CMWQ_VERSION_MAJOR, CMWQ_VERSION_MINOR, CMWQ_VERSION_PATCH));
+	EXPECT_GT(CMWQ_VERSION, CMWQ_VERSION_OF(0, 0, 0));
+}
