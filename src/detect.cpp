@@ -58,6 +58,7 @@ struct detector {
 	std::string why GUARDED_BY(lock); // why the fallback is in effect
 	size_t map_bytes = 0;             // D
 	long nofile = 0;                  // D: soft RLIMIT_NOFILE when probed
+	bool avail = false;               // D: the last probe could open an event
 };
 
 detector &det()
@@ -107,13 +108,14 @@ std::string errno_why(const char *what, int err)
 int probe_locked(int requested) REQUIRES(det().lock)
 {
 	auto &d = det();
-	if (requested == BLOCK_OFF || requested == BLOCK_SAMPLE)
-		return requested;
+	// The events are tried whatever the request, so that workers can open
+	// theirs at start under any mode and a later switch to perf covers them.
 	int err;
 	int fd = open_event(true, err);
 	if (fd < 0) {
 		d.why = errno_why("perf_event_open", err);
-		return BLOCK_SAMPLE;
+		d.avail = false;
+		return requested == BLOCK_OFF ? BLOCK_OFF : BLOCK_SAMPLE;
 	}
 	long page = sysconf(_SC_PAGESIZE);
 	d.map_bytes = static_cast<size_t>(2 * page); // the header page and one data page
@@ -121,7 +123,8 @@ int probe_locked(int requested) REQUIRES(det().lock)
 	close(fd);
 	if (mm == MAP_FAILED) {
 		d.why = errno_why("mmap of the event's ring buffer", errno);
-		return BLOCK_SAMPLE;
+		d.avail = false;
+		return requested == BLOCK_OFF ? BLOCK_OFF : BLOCK_SAMPLE;
 	}
 	munmap(mm, d.map_bytes);
 	rlimit rl;
@@ -129,7 +132,8 @@ int probe_locked(int requested) REQUIRES(det().lock)
 			   ? static_cast<long>(rl.rlim_cur)
 			   : 1L << 20;
 	d.why.clear();
-	return BLOCK_PERF;
+	d.avail = true;
+	return requested == BLOCK_OFF || requested == BLOCK_SAMPLE ? requested : BLOCK_PERF;
 }
 
 // Context: D held. The epoll set and its eventfd, once per process.
@@ -330,8 +334,19 @@ const char *block_mode_name(int m)
 
 void detect_worker_start(worker *w)
 {
-	if (detect_mode() == BLOCK_PERF && !open_worker_event(w))
-		w->perf_failed = true;
+	int m = detect_mode();
+	bool avail;
+	{
+		lock_guard lk(det().lock);
+		avail = det().avail;
+	}
+	// Under sample or off the event is opened too (and stays disabled), so
+	// that switching to perf at run time covers this worker; a failure then
+	// is retried when the worker first needs the event.
+	if (m == BLOCK_PERF || avail) {
+		if (!open_worker_event(w) && m == BLOCK_PERF)
+			w->perf_failed = true;
+	}
 }
 
 void detect_worker_exit(worker *w)

@@ -212,6 +212,12 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 			else if (!evented && stalled)
 				cands.push_back({w, w->tid, prog, true, false});
 		}
+		if (enable_only) {
+			// Sampling is off: one look per arming. The mark is cleared
+			// under L, so an item queued after this look (monitor_watch
+			// runs under L) arms the monitor again.
+			pool->watch.store(false);
+		}
 	}
 	for (auto &d : wakes)
 		d.run();
@@ -345,8 +351,9 @@ void *monitor_thread(void *)
 			bool perf = detect_mode() == BLOCK_PERF;
 			for (auto *pool : pools) {
 				if (perf && pool->watch.load(std::memory_order_relaxed))
-					sample_pool(pool, now, true);
-				pool->watch.store(false);
+					sample_pool(pool, now, true); // clears the mark under L
+				else
+					pool->watch.store(false);
 			}
 		}
 		if (armed && sample) {

@@ -195,8 +195,9 @@ endif()
 file(GLOB_RECURSE cmwq_public_headers CONFIGURE_DEPENDS
   RELATIVE ${PROJECT_SOURCE_DIR}/include
   ${PROJECT_SOURCE_DIR}/include/*.h ${PROJECT_SOURCE_DIR}/include/*.hpp)
+list(APPEND cmwq_public_headers cmwq/version.h) # generated
 set(cmwq_header_flags -Wall -Wextra -Wpedantic -Werror -fsyntax-only
-  -I${PROJECT_SOURCE_DIR}/include)
+  -I${PROJECT_SOURCE_DIR}/include -I${PROJECT_BINARY_DIR}/include)
 set(cmwq_header_commands)
 foreach(h ${cmwq_public_headers})
   string(MAKE_C_IDENTIFIER ${h} id)
@@ -212,7 +213,8 @@ foreach(h ${cmwq_public_headers})
       set(tu ${CMAKE_BINARY_DIR}/check_headers/${id}.cpp)
       set(cmd ${CMAKE_CXX_COMPILER} -std=c++20 ${cmwq_header_flags} ${tu})
     endif()
-    file(CONFIGURE OUTPUT ${tu} CONTENT "#include <${h}>\n#include <${h}>\n")
+    # The typedef keeps a TU of a macro-only header (export.h) non-empty.
+    file(CONFIGURE OUTPUT ${tu} CONTENT "#include <${h}>\n#include <${h}>\ntypedef int cmwq_check_headers_tu;\n")
     add_test(NAME check_headers.${h}.${lang} COMMAND ${cmd})
     set_tests_properties(check_headers.${h}.${lang} PROPERTIES TIMEOUT 60)
     list(APPEND cmwq_header_commands COMMAND ${cmd})
@@ -220,3 +222,20 @@ foreach(h ${cmwq_public_headers})
 endforeach()
 add_custom_target(cmwq_check_headers ${cmwq_header_commands}
   COMMENT "Compiling each public header alone" VERBATIM)
+
+# The shared library exports the public API only (hidden visibility,
+# <cmwq/export.h>): no engine or control-protocol internals in its ABI.
+if(NOT CMWQ_SANITIZE AND NOT CMAKE_CROSSCOMPILING)
+  add_test(NAME shared_library_exports_only_the_public_api
+    COMMAND sh -c [[
+      command -v nm >/dev/null && command -v c++filt >/dev/null || { echo "SKIP: no nm/c++filt"; exit 77; }
+      syms=$(nm -D --defined-only "$1" | c++filt) || exit 1
+      echo "$(echo "$syms" | wc -l) exported symbols"
+      bad=$(echo "$syms" | grep -E 'cmwq::(detail|control)::|cmwq::detail' || true)
+      if [ -n "$bad" ]; then echo "internals exported:"; echo "$bad"; exit 1; fi
+      echo "$syms" | grep -q ' T alloc_workqueue$' || { echo "alloc_workqueue is not exported"; exit 1; }
+      echo "$syms" | grep -q ' T cmwq_set_log_handler$' || { echo "cmwq_set_log_handler is not exported"; exit 1; }]]
+      sh $<TARGET_FILE:cmwq_shared>)
+  set_tests_properties(shared_library_exports_only_the_public_api PROPERTIES
+    SKIP_RETURN_CODE 77 TIMEOUT 60)
+endif()

@@ -8,6 +8,9 @@
 #ifndef CMWQ_CONTROL_H
 #define CMWQ_CONTROL_H
 
+#include <cmwq/export.h>
+CMWQ_BEGIN_PUBLIC
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -30,5 +33,7 @@ int cmwq_control_remove_stale(void);
 #ifdef __cplusplus
 }
 #endif
+
+CMWQ_END_PUBLIC
 
 #endif /* CMWQ_CONTROL_H */

@@ -12,6 +12,9 @@
 
 #include <cmwq/stats.h>
 
+#include <cmwq/export.h>
+CMWQ_BEGIN_PUBLIC
+
 namespace cmwq {
 
 struct pool_info {
@@ -63,3 +66,5 @@ struct system_info {
 system_info snapshot();
 
 } // namespace cmwq
+
+CMWQ_END_PUBLIC

@@ -16,6 +16,9 @@
 #ifndef CMWQ_LOG_H
 #define CMWQ_LOG_H
 
+#include <cmwq/export.h>
+CMWQ_BEGIN_PUBLIC
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -28,5 +31,7 @@ void cmwq_set_log_handler(cmwq_log_fn fn, void *arg);
 #ifdef __cplusplus
 }
 #endif
+
+CMWQ_END_PUBLIC
 
 #endif

@@ -15,6 +15,9 @@
 
 #include <stddef.h>
 
+#include <cmwq/export.h>
+CMWQ_BEGIN_PUBLIC
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -32,5 +35,7 @@ const char *cmwq_param_name(unsigned int index);
 #ifdef __cplusplus
 }
 #endif
+
+CMWQ_END_PUBLIC
 
 #endif /* CMWQ_PARAMS_H */

@@ -14,6 +14,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <cmwq/export.h>
+CMWQ_BEGIN_PUBLIC
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -83,5 +86,7 @@ void cmwq_dump(FILE *out);
 #ifdef __cplusplus
 }
 #endif
+
+CMWQ_END_PUBLIC
 
 #endif /* CMWQ_STATS_H */

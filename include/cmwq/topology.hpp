@@ -13,6 +13,9 @@
 #include <string_view>
 #include <vector>
 
+#include <cmwq/export.h>
+CMWQ_BEGIN_PUBLIC
+
 namespace cmwq {
 
 // The kernel's enum wq_affn_scope, in its order (dfl = "use the default").
@@ -79,3 +82,5 @@ std::string format_cpumask_hex(const std::vector<int> &cpus, int nr_bits);
 std::optional<std::vector<int>> parse_cpumask_hex(std::string_view s);
 
 } // namespace cmwq
+
+CMWQ_END_PUBLIC

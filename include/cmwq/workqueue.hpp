@@ -16,6 +16,9 @@
 
 #include <cmwq/linux/workqueue.h>
 
+#include <cmwq/export.h>
+CMWQ_BEGIN_PUBLIC
+
 namespace cmwq {
 
 // Milliseconds (jiffies, HZ = 1000) for a std::chrono duration, rounded up so
@@ -252,3 +255,5 @@ task_handle run(workqueue &wq, F &&fn)
 }
 
 } // namespace cmwq
+
+CMWQ_END_PUBLIC

@@ -10,6 +10,9 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include <cmwq/export.h>
+CMWQ_BEGIN_PUBLIC
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -101,5 +104,7 @@ int cmwq_num_online_cpus(void);
 #ifdef __cplusplus
 }
 #endif
+
+CMWQ_END_PUBLIC
 
 #endif /* CMWQ_LINUX_CPUMASK_H */

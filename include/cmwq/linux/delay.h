@@ -9,6 +9,9 @@
 #ifndef CMWQ_LINUX_DELAY_H
 #define CMWQ_LINUX_DELAY_H
 
+#include <cmwq/export.h>
+CMWQ_BEGIN_PUBLIC
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -25,5 +28,7 @@ void mdelay(unsigned long msecs);
 #ifdef __cplusplus
 }
 #endif
+
+CMWQ_END_PUBLIC
 
 #endif /* CMWQ_LINUX_DELAY_H */

@@ -20,6 +20,9 @@
 
 #include <cmwq/linux/cpumask.h>
 
+#include <cmwq/export.h>
+CMWQ_BEGIN_PUBLIC
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -385,5 +388,7 @@ void cmwq_blocking_end(void);
 #ifdef __cplusplus
 }
 #endif
+
+CMWQ_END_PUBLIC
 
 #endif /* CMWQ_LINUX_WORKQUEUE_H */
