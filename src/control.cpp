@@ -668,3 +668,16 @@ extern "C" const char *cmwq_control_path(void)
 {
 	return path_valid.load(std::memory_order_acquire) ? path_buf : nullptr;
 }
+
+extern "C" char *cmwq_metrics_text(void)
+{
+	try { // cmwq::snapshot() starts the library if needed
+		std::string t = cmwq::control::render_metrics(cmwq::snapshot());
+		char *out = static_cast<char *>(malloc(t.size() + 1));
+		if (out)
+			memcpy(out, t.c_str(), t.size() + 1);
+		return out;
+	} catch (const std::bad_alloc &) {
+		return nullptr;
+	}
+}

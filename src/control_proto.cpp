@@ -383,10 +383,41 @@ reply dispatch(std::string_view line, backend &be)
 // ---- rendering -------------------------------------------------------------
 
 // OpenMetrics label value: backslash, double quote and newline escaped.
+// The length of the valid UTF-8 sequence at s[i] (RFC 3629: no overlong
+// forms, no surrogates, nothing above U+10FFFF), or 0.
+static std::size_t utf8_len(std::string_view s, std::size_t i)
+{
+	auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+	unsigned char c = b(i);
+	if (c < 0x80)
+		return 1;
+	std::size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+	if (!n || i + n > s.size())
+		return 0;
+	for (std::size_t k = 1; k < n; k++)
+		if ((b(i + k) & 0xC0) != 0x80)
+			return 0;
+	unsigned char c1 = b(i + 1);
+	if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) || (c == 0xF0 && c1 < 0x90) ||
+	    (c == 0xF4 && c1 > 0x8F))
+		return 0;
+	return n;
+}
+
+// A label value: valid UTF-8 always (each byte that does not start a valid
+// sequence becomes U+FFFD), with \, " and newline escaped as OpenMetrics
+// requires.
 std::string label_value(std::string_view s)
 {
 	std::string out;
-	for (char c : s) {
+	for (std::size_t i = 0; i < s.size();) {
+		std::size_t n = utf8_len(s, i);
+		if (!n) {
+			out += "\xEF\xBF\xBD";
+			i++;
+			continue;
+		}
+		char c = s[i];
 		if (c == '\\')
 			out += "\\\\";
 		else if (c == '"')
@@ -394,7 +425,8 @@ std::string label_value(std::string_view s)
 		else if (c == '\n')
 			out += "\\n";
 		else
-			out += c;
+			out.append(s.substr(i, n));
+		i += n;
 	}
 	return out;
 }
@@ -593,7 +625,8 @@ std::string render_metrics(const system_info &si)
 {
 	std::string out;
 	// Label sets must be unique within a family: repeated workqueue names
-	// get an "instance" label.
+	// get a "wq_instance" label (not "instance", which Prometheus sets to
+	// the scrape target and would rename).
 	std::vector<std::string> wq_labels;
 	{
 		std::vector<std::string> seen;
@@ -602,7 +635,7 @@ std::string render_metrics(const system_info &si)
 			seen.push_back(wq.name);
 			std::string l = "workqueue=\"" + label_value(wq.name) + "\"";
 			if (n > 0)
-				l += ",instance=\"" + std::to_string(n + 1) + "\"";
+				l += ",wq_instance=\"" + std::to_string(n + 1) + "\"";
 			wq_labels.push_back(l);
 		}
 	}

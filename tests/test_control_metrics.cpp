@@ -40,7 +40,7 @@ TEST(control_render, metrics_is_openmetrics_with_type_help_and_eof)
 			 "work items started execution\n"),
 		  std::string::npos);
 	EXPECT_NE(m.find("cmwq_workqueue_started_total{workqueue=\"events\"} 10\n"), std::string::npos);
-	EXPECT_NE(m.find("cmwq_workqueue_started_total{workqueue=\"events\",instance=\"2\"} 10\n"),
+	EXPECT_NE(m.find("cmwq_workqueue_started_total{workqueue=\"events\",wq_instance=\"2\"} 10\n"),
 		  std::string::npos);
 	EXPECT_NE(m.find("# UNIT cmwq_workqueue_cpu_time_seconds seconds\n"), std::string::npos);
 	EXPECT_NE(m.find("cmwq_workqueue_cpu_time_seconds_total{workqueue=\"events\"} 2.500000\n"),
@@ -82,3 +82,22 @@ TEST(control_render, stats_line_has_every_counter_and_name_last)
 	EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 3);
 }
 
+
+// The public rendering: what the endpoint serves, for this process, and
+// valid UTF-8 whatever a workqueue is called.
+TEST(metrics_text, public_function_renders_this_process_with_valid_utf8)
+{
+	// A name with an invalid byte, a quote, a backslash and a newline.
+	workqueue_struct *wq = alloc_workqueue("bad\xff\"q\\\nname", WQ_UNBOUND, 0);
+	ASSERT_NE(wq, nullptr);
+	char *t = cmwq_metrics_text();
+	ASSERT_NE(t, nullptr);
+	std::string m(t);
+	free(t);
+	EXPECT_EQ(m.substr(m.size() - 6), "# EOF\n");
+	EXPECT_NE(m.find("cmwq_workqueue_started_total{workqueue=\"events\"}"), std::string::npos);
+	EXPECT_NE(m.find("workqueue=\"bad\xEF\xBF\xBD\\\"q\\\\\\nname\""), std::string::npos)
+		<< "invalid byte replaced, quote, backslash and newline escaped";
+	EXPECT_EQ(m.find('\xff'), std::string::npos);
+	destroy_workqueue(wq);
+}

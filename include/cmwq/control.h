@@ -29,6 +29,14 @@ const char *cmwq_control_path(void);
  * errno. cmwq_control_start does this too; `wqctl` does it before listing.
  */
 int cmwq_control_remove_stale(void);
+/*
+ * The OpenMetrics text of this process's workqueue counters and gauges,
+ * exactly what the endpoint's `metrics` request serves, without the
+ * protocol's framing (ends with "# EOF\n"); valid UTF-8 whatever the
+ * workqueue names. malloc'd: the caller frees it. NULL if out of memory.
+ * Needs no running endpoint.
+ */
+char *cmwq_metrics_text(void);
 
 #ifdef __cplusplus
 }
