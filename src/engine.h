@@ -273,8 +273,9 @@ void hog_fork_unlock();
 
 // Context: any. The calling thread's CPU if usable, else a usable one.
 int current_cpu();
-// Context: no lock. Warns if the running work item's wait on target could deadlock.
-void check_flush_dependency(workqueue_struct *target, work_struct *target_work);
+// Context: no lock. Warns if the running work item's wait on target could
+// deadlock; true when it would (the item flushes its own workqueue).
+bool check_flush_dependency(workqueue_struct *target, work_struct *target_work);
 
 // Context: a fork child, every engine lock held. A dropped timer: if it was
 // a delayed work's, the item is idle again (not pending).

@@ -275,25 +275,29 @@ static void wait_barrier(wq_barrier *b)
 	cmwq_blocking_end();
 }
 
-void check_flush_dependency(workqueue_struct *target, work_struct *target_work);
-
-void check_flush_dependency(workqueue_struct *target, work_struct *target_work)
+// Returns true when the wait would deadlock (a work item flushing its own
+// workqueue): the caller then returns without waiting.
+bool check_flush_dependency(workqueue_struct *target, work_struct *target_work)
 {
 	worker *w = tl_worker;
 	if (!w || !w->current_pwq)
-		return;
+		return false;
 	workqueue_struct *cur = w->current_pwq->wq;
 	std::string what = target_work ? func_name(target_work->func) : std::string("(all)");
-	if (!target_work && cur == target)
+	if (!target_work && cur == target) {
 		warn_once_msg("self-wq-flush-" + target->name,
 			      "cmwq: " + func_name(w->current_func) + " on workqueue " + cur->name +
-				      " flushes its own workqueue; it waits for itself and deadlocks");
+				      " flushes its own workqueue; it would wait for itself and deadlock, "
+				      "returning without waiting");
+		return true;
+	}
 	if (target->flags & WQ_MEM_RECLAIM)
-		return;
+		return false;
 	if ((cur->flags & (WQ_MEM_RECLAIM | __WQ_LEGACY)) == WQ_MEM_RECLAIM)
 		warn_once_msg("reclaim-flush-" + cur->name + target->name,
 			      "workqueue: WQ_MEM_RECLAIM " + cur->name + ":" + func_name(w->current_func) +
 				      " is flushing !WQ_MEM_RECLAIM " + target->name + ":" + what);
+	return false;
 }
 
 // kernel: __flush_work
@@ -325,6 +329,21 @@ static bool do_flush_work(work_struct *work, bool from_cancel)
 				      "cmwq: " + func_name(work->func) + " on workqueue " + pwq->wq->name +
 					      (from_cancel ? " cancels-and-waits for" : " flushes") +
 					      " itself; that would deadlock, returning without waiting");
+			return false;
+		}
+		// A queued (not running) item of the caller's own workqueue that
+		// can start only after the caller's item ends: a later item of an
+		// ordered workqueue, or one held back by max_active 1.
+		worker *me = tl_worker;
+		if (!w && me && me->current_pwq && me->current_pwq->wq == pwq->wq &&
+		    ((pwq->wq->flags & __WQ_ORDERED) ||
+		     ((data & WORK_STRUCT_INACTIVE) && pwq->wq->max_active.load(std::memory_order_relaxed) <= 1))) {
+			warn_once_msg("order-flush-" + pwq->wq->name + func_name(me->current_func) + func_name(work->func),
+				      "cmwq: " + func_name(me->current_func) + " on workqueue " + pwq->wq->name +
+					      (from_cancel ? " cancels-and-waits for " : " flushes ") +
+					      func_name(work->func) +
+					      ", which can start only after it ends (ordered or max_active 1); "
+					      "that would deadlock, returning without waiting");
 			return false;
 		}
 		if (!from_cancel)

@@ -694,7 +694,8 @@ extern "C" void __flush_workqueue(workqueue_struct *wq)
 {
 	if (wq_refused(wq, "flush_workqueue"))
 		return;
-	check_flush_dependency(wq, nullptr);
+	if (check_flush_dependency(wq, nullptr))
+		return;
 	flush_workqueue_wait(wq);
 }
 

@@ -168,6 +168,15 @@ static inline void cmwq_init_delayed_work(struct delayed_work *dw, work_func_t f
 #define INIT_DELAYED_WORK(dw, f) cmwq_init_delayed_work((dw), (f))
 #define INIT_DELAYED_WORK_ONSTACK(dw, f) cmwq_init_delayed_work((dw), (f))
 #define INIT_DEFERRABLE_WORK(dw, f) cmwq_init_delayed_work((dw), (f))
+/* Deferrable timers behave as normal timers here (no idle CPUs to spare). */
+#define INIT_DEFERRABLE_WORK_ONSTACK(dw, f) cmwq_init_delayed_work((dw), (f))
+#define DECLARE_DEFERRABLE_WORK(n, f) DECLARE_DELAYED_WORK(n, f)
+/* The work_struct (or delayed_work) containing a field, from the work
+ * pointer a work function gets (the tasklet-to-BH conversions' helper). */
+#define from_work(var, callback_work, work_fieldname) \
+	container_of(callback_work, __typeof__(*var), work_fieldname)
+/* The kernel's length of a worker description (set_worker_desc). */
+#define WORKER_DESC_LEN 32
 static inline void destroy_work_on_stack(struct work_struct *w) { (void)w; }
 static inline void destroy_delayed_work_on_stack(struct delayed_work *dw) { (void)dw; }
 
@@ -245,6 +254,11 @@ struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags,
 					 int max_active, ...) __printf(1, 4);
 #define alloc_ordered_workqueue(fmt, flags, ...) \
 	alloc_workqueue(fmt, WQ_UNBOUND | __WQ_ORDERED | (flags), 1, ##__VA_ARGS__)
+/* The lockdep-map variants: the map is accepted and ignored (no lockdep). */
+#define alloc_workqueue_lockdep_map(fmt, flags, max_active, lockdep_map, ...) \
+	((void)(lockdep_map), alloc_workqueue(fmt, (flags), (max_active), ##__VA_ARGS__))
+#define alloc_ordered_workqueue_lockdep_map(fmt, flags, lockdep_map, ...) \
+	((void)(lockdep_map), alloc_ordered_workqueue(fmt, (flags), ##__VA_ARGS__))
 #define create_workqueue(name) \
 	alloc_workqueue("%s", __WQ_LEGACY | WQ_MEM_RECLAIM | WQ_PERCPU, 1, (name))
 #define create_freezable_workqueue(name) \
@@ -316,12 +330,20 @@ bool schedule_delayed_work(struct delayed_work *dwork, unsigned long delay);
 int schedule_on_each_cpu(work_func_t func);
 /* Runs fn(arg) on a worker of cpu's per-CPU pool and returns its value. May sleep. */
 long work_on_cpu(int cpu, long (*fn)(void *), void *arg);
+/* The kernel's variant for callers that do not hold the CPU hotplug lock;
+ * user space has no hotplug, so it is work_on_cpu. Lockdep keys ignored. */
+#define work_on_cpu_safe(cpu, fn, arg) work_on_cpu((cpu), (fn), (arg))
+#define work_on_cpu_key(cpu, fn, arg, key) ((void)(key), work_on_cpu((cpu), (fn), (arg)))
+#define work_on_cpu_safe_key(cpu, fn, arg, key) ((void)(key), work_on_cpu((cpu), (fn), (arg)))
 
 /* ---- waiting and cancelling ---------------------------------------------- */
 
 /* May sleep. true if it waited for an instance, false if the item was idle. */
 bool flush_work(struct work_struct *work);
 bool flush_delayed_work(struct delayed_work *dwork);
+/* Legacy: flushes system_wq (the kernel warns against new users; so do we:
+ * prefer flushing the items or a workqueue of one's own). */
+#define flush_scheduled_work() flush_workqueue(system_wq)
 /* May sleep. Waits for every item queued before the call. */
 void __flush_workqueue(struct workqueue_struct *wq);
 #define flush_workqueue(wq) __flush_workqueue(wq)
