@@ -75,6 +75,7 @@ struct scenario {
 	std::atomic<bool> b_started{false};
 	std::atomic<bool> a_done{false};
 	std::atomic<bool> give_up{false};
+	long sleep_ns = 1000000; // A's nanosleep (how::nanosleep)
 	work_struct a, b;
 };
 scenario *cur;
@@ -85,7 +86,7 @@ void a_fn(work_struct *)
 	switch (s.h) {
 	case how::nanosleep:
 		while (!s.b_started.load() && !s.give_up.load()) {
-			timespec ts{0, 1000000};
+			timespec ts{0, s.sleep_ns};
 			nanosleep(&ts, nullptr);
 		}
 		break;
@@ -228,14 +229,17 @@ TEST(block_detect, without_a_detector_the_item_behind_waits)
 		flush_work(&warm);
 	}
 	std::this_thread::sleep_for(200ms);
-	// B must be seen held back at least once in three tries: a rare early
-	// start (a spare worker finding nr_running 0 in a window the kernel's
-	// pools have too) must not fail the test, but a scenario that never
-	// holds B back would make the tests above prove nothing.
+	// A sleeps 5 ms at a time here: with no detector nobody sees A sleep, so
+	// its CPU time adds up across sleeps, and on a loaded VM 300 wakeups
+	// from 1 ms sleeps came to the 10 ms hog threshold, which (rightly)
+	// let B start. B must be seen held back at least once in three tries; a
+	// scenario that never holds B back would make the tests above prove
+	// nothing.
 	bool held = false;
 	for (int attempt = 0; attempt < 3 && !held; attempt++) {
 		scenario s;
 		s.h = how::nanosleep;
+		s.sleep_ns = 5000000;
 		cur = &s;
 		INIT_WORK(&s.a, a_fn);
 		INIT_WORK(&s.b, b_fn);
