@@ -622,32 +622,28 @@ struct bench {
 						int before = process_threads();
 						cmwq_executor ex(wq);
 						std::string what = "block-detect A/B, " + label;
-						if (pr == "kernel") {
-							kernel_config k = kcfg();
-							k.cpus = {usable.front()};
-							auto r = run_kernel(ex, k, what);
+						auto take = [&](const auto &r) {
 							m = from(r);
 							ok = r.ok;
 							err = r.error;
+						};
+						if (pr == "kernel") {
+							kernel_config k = kcfg();
+							k.cpus = {usable.front()};
+							take(run_kernel(ex, k, what));
 						} else if (pr == "fanout") {
 							fanout_config f;
 							f.cpu = usable.front();
 							f.items = o.fanout_items;
 							f.timeout_s = o.timeout;
-							auto r = run_fanout(ex, f, what);
-							m = from(r);
-							ok = r.ok;
-							err = r.error;
+							take(run_fanout(ex, f, what));
 						} else {
 							blocking_config b;
 							b.cpu = usable.front();
 							b.items = o.blocking_items;
 							b.sleep_us = o.sleep_us;
 							b.timeout_s = o.timeout;
-							auto r = run_blocking(ex, b, what);
-							m = from(r);
-							ok = r.ok;
-							err = r.error;
+							take(run_blocking(ex, b, what));
 						}
 						m["threads_created"] = std::max(0, process_threads() - before);
 						destroy_workqueue(wq);

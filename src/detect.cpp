@@ -67,7 +67,7 @@ detector &det()
 	return *d;
 }
 
-int open_event(bool probe, int &err)
+int open_event(int &err)
 {
 	long f = params().fail_perf_open.load();
 	if (f == -1 || (f > 0 && params().fail_perf_open.compare_exchange_strong(f, f - 1))) {
@@ -85,7 +85,6 @@ int open_event(bool probe, int &err)
 	attr.exclude_hv = 1;
 	attr.watermark = 1;
 	attr.wakeup_watermark = 1; // every record wakes the poller
-	(void)probe;
 	int fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
 	err = fd < 0 ? errno : 0;
 	return fd;
@@ -111,7 +110,7 @@ int probe_locked(int requested) REQUIRES(det().lock)
 	// The events are tried whatever the request, so that workers can open
 	// theirs at start under any mode and a later switch to perf covers them.
 	int err;
-	int fd = open_event(true, err);
+	int fd = open_event(err);
 	if (fd < 0) {
 		d.why = errno_why("perf_event_open", err);
 		d.avail = false;
@@ -169,10 +168,9 @@ void release_slot_locked(worker *w) REQUIRES(det().lock)
 	uint32_t idx = static_cast<uint32_t>(w->detect_token & 0xffffffffu);
 	if (d.epfd >= 0)
 		epoll_ctl(d.epfd, EPOLL_CTL_DEL, w->perf_fd, nullptr);
-	munmap(w->perf_mm, d.map_bytes);
+	munmap(d.slots[idx].mm, d.map_bytes);
 	close(w->perf_fd);
 	w->perf_fd = -1;
-	w->perf_mm = nullptr;
 	w->detect_token = 0;
 	d.slots[idx].w = nullptr;
 	d.slots[idx].fd = -1;
@@ -220,7 +218,7 @@ int read_ring(perf_event_mmap_page *mm, size_t data_bytes)
 bool open_worker_event(worker *w)
 {
 	int err;
-	int fd = open_event(false, err);
+	int fd = open_event(err);
 	if (fd < 0) {
 		if (err == EMFILE || err == ENFILE)
 			warn_once_msg("block-detect-fd", "cmwq: a worker could not open its context-switch event (" +
@@ -261,7 +259,6 @@ bool open_worker_event(worker *w)
 	d.slots[idx].fd = fd;
 	d.slots[idx].mm = static_cast<perf_event_mmap_page *>(mm);
 	w->perf_fd = fd;
-	w->perf_mm = static_cast<perf_event_mmap_page *>(mm);
 	w->detect_token = (static_cast<uint64_t>(d.slots[idx].gen) << 32) | idx;
 	epoll_event e{};
 	e.events = EPOLLIN;

@@ -67,8 +67,6 @@ static_assert(static_cast<int>(WQ_AFFN_DFL) == static_cast<int>(cmwq::affinity_s
 		      static_cast<int>(WQ_AFFN_NR_TYPES) == cmwq::nr_affinity_scopes,
 	      "wq_affn_scope and cmwq::affinity_scope must list the scopes in the same order");
 
-struct perf_event_mmap_page; // <linux/perf_event.h>, for the block detector
-
 namespace cmwq::detail {
 
 // pool->lock: held for a few hundred nanoseconds at a time by queuers and
@@ -347,7 +345,6 @@ struct worker {
 	bool rescue_stop = false;        // Y: destroy_workqueue stops the rescuer
 	// The block detector (detect.cpp): the worker's context-switch event.
 	int perf_fd = -1;                // K: opened by the worker on first need, closed at its exit under D
-	perf_event_mmap_page *perf_mm = nullptr; // K: its ring buffer (the monitor reads it under D)
 	uint64_t detect_token = 0;       // K: its registry slot and generation, 0 without an event
 	std::atomic<bool> perf_on{false}; // A: the event is enabled
 	bool perf_failed = false;        // K: its event could not be opened (sampled instead)
