@@ -322,7 +322,7 @@ struct worker {
 	uint64_t clock_ns = 0;           // K: its last CLOCK_MONOTONIC read (end of the
 	                                 //    previous item, or its wake): one read per item
 	bool sleeping GUARDED_BY(pool->lock) = false;           // L: counted out of nr_running (hint or monitor)
-	int hint_depth = 0;              // K: nesting of cmwq_blocking_begin (the monitor
+	std::atomic<int> hint_depth{0};  // A: nesting of cmwq_blocking_begin, written by its worker (the monitor
 	                                 //    reads it under L; a stale read only delays a restore)
 	list_head scheduled GUARDED_BY(pool->lock);             // L
 	unsigned flags GUARDED_BY(pool->lock) = 0; // L

@@ -125,7 +125,7 @@ int on_switch(worker *w, bool blocked, std::vector<deferred> &ds)
 				mark_blocked(pool, w, d);
 				acted = 1;
 			}
-		} else if (w->detected && w->sleeping && w->hint_depth == 0) {
+		} else if (w->detected && w->sleeping && w->hint_depth.load(std::memory_order_relaxed) == 0) {
 			worker_set_running(w); // wq_worker_running
 			acted = 1;
 		}
@@ -236,7 +236,7 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 			d.run();
 		} else if (c.check_restore && runnable) {
 			lock_guard lk(pool->lock);
-			if (c.w->detected && c.w->sleeping && c.w->hint_depth == 0)
+			if (c.w->detected && c.w->sleeping && c.w->hint_depth.load(std::memory_order_relaxed) == 0)
 				worker_set_running(c.w);
 		}
 	}

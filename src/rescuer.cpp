@@ -171,7 +171,7 @@ void rescuer_fork_child(workqueue_struct *wq) NO_THREAD_SAFETY_ANALYSIS
 	r->hnext = nullptr;
 	r->flags = WORKER_PREP | WORKER_UNBOUND;
 	r->sleeping = false;
-	r->hint_depth = 0;
+	r->hint_depth.store(0, std::memory_order_relaxed);
 	r->rescue_stop = false;
 	r->tid = 0;
 	r->wake.store(0);

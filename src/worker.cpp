@@ -210,7 +210,7 @@ static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES
 	w->pool->lock.lock();
 	PWQ_STAT_ADD_LOCKED(pwq, PWQ_STAT_CPU_TIME, cpu / 1000);
 	PWQ_STAT_ADD_LOCKED(pwq, PWQ_STAT_COMPLETED, 1);
-	if (w->sleeping && w->hint_depth == 0)
+	if (w->sleeping && w->hint_depth.load(std::memory_order_relaxed) == 0)
 		worker_set_running(w); // the monitor had found it blocked; it runs again
 	// An item that slept is judged by the monitor, whose count restarts
 	// after each sleep; one that never slept is judged here.
@@ -471,7 +471,11 @@ bool current_is_workqueue_rescuer(void)
 void cmwq_blocking_begin(void)
 {
 	worker *w = tl_worker;
-	if (!w || w->hint_depth++ > 0)
+	if (!w)
+		return;
+	int depth = w->hint_depth.load(std::memory_order_relaxed);
+	w->hint_depth.store(depth + 1, std::memory_order_relaxed); // only its worker writes it
+	if (depth > 0)
 		return;
 	worker_sleeping(w);
 }
@@ -479,7 +483,13 @@ void cmwq_blocking_begin(void)
 void cmwq_blocking_end(void)
 {
 	worker *w = tl_worker;
-	if (!w || w->hint_depth == 0 || --w->hint_depth > 0)
+	if (!w)
+		return;
+	int depth = w->hint_depth.load(std::memory_order_relaxed);
+	if (depth == 0)
+		return;
+	w->hint_depth.store(depth - 1, std::memory_order_relaxed);
+	if (depth > 1)
 		return;
 	worker_running(w);
 }
