@@ -60,6 +60,7 @@ bool debug_check_queue(work_struct *w, const char *call)
 	char key[64], addr[32];
 	snprintf(key, sizeof(key), "debug-uninit-%p", static_cast<void *>(w));
 	snprintf(addr, sizeof(addr), "%p", static_cast<void *>(w));
+	// func_name, not work_name: a never-initialised item's name pointer is garbage.
 	warn_once_msg(key, std::string("cmwq: ") + call + "(): work item " + func_name(w->func) + " at " + addr +
 				   " was never initialised (INIT_WORK); not queued");
 	return false;
@@ -116,8 +117,8 @@ extern "C" bool cmwq_debug_init_work(struct work_struct *w)
 		where = (data & WORK_STRUCT_PWQ) ? "queued on workqueue " + data_pwq(data)->wq->name
 						 : std::string("waiting for its timer or being cancelled");
 	}
-	warn_once_msg("debug-init-pending-" + func_name(w->func),
-		      "cmwq: INIT_WORK on work item " + func_name(w->func) + " while it is " + where +
+	warn_once_msg("debug-init-pending-" + work_name(w),
+		      "cmwq: INIT_WORK on work item " + work_name(w) + " while it is " + where +
 			      "; left as it is (the kernel's debug objects report this too)");
 	return true;
 }

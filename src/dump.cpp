@@ -71,10 +71,13 @@ void show_wq(FILE *f, workqueue_struct *wq, uint64_t now)
 		for (worker *w : pool->workers) {
 			if (w->current_pwq != pwq)
 				continue;
-			char buf[256];
-			snprintf(buf, sizeof(buf), "%s%d%s:%s for %llus", infl.empty() ? "" : ", ",
-				 __atomic_load_n(&w->tid, __ATOMIC_ACQUIRE),
-				 w->rescuer ? "(RESCUER)" : "", func_name(w->current_func).c_str(),
+			// The kernel's print_worker_info: the description a work
+			// function set with set_worker_desc(), in parentheses.
+			char buf[512];
+			snprintf(buf, sizeof(buf), "%s%d%s:%s%s%s%s for %llus", infl.empty() ? "" : ", ",
+				 __atomic_load_n(&w->tid, __ATOMIC_ACQUIRE), w->rescuer ? "(RESCUER)" : "",
+				 current_item_name(w).c_str(), w->desc[0] ? " (" : "", w->desc,
+				 w->desc[0] ? ")" : "",
 				 static_cast<unsigned long long>((now - w->current_start_ns) / 1000000000ull));
 			infl += buf;
 		}
@@ -85,10 +88,10 @@ void show_wq(FILE *f, workqueue_struct *wq, uint64_t now)
 			work_struct *w = entry_work(x);
 			unsigned long d = work_data(w);
 			if ((d & WORK_STRUCT_PWQ) && data_pwq(d) == pwq)
-				pending.push_back(func_name(w->func));
+				pending.push_back(work_name(w));
 		}
 		for (list_head *x = pwq->inactive_works.next; x != &pwq->inactive_works; x = x->next)
-			inactive.push_back(func_name(entry_work(x)->func));
+			inactive.push_back(work_name(entry_work(x)));
 		print_func_list(f, "pending", pending);
 		print_func_list(f, "inactive", inactive);
 	}

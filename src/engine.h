@@ -79,6 +79,12 @@ void warn_fork_lock();
 void warn_fork_unlock();
 // Context: any. The function's symbol name, or its address.
 std::string func_name(work_func_t f);
+// Context: any; w must be live (queued, or its caller owns it). Its name
+// (cmwq_set_work_name) or its function's.
+std::string work_name(const work_struct *w);
+// Context: the worker itself, or under w->pool->lock. The running item's
+// name (copied when it started) or its function's.
+std::string current_item_name(const worker *w);
 // Context: any (the log lock is a leaf). The library's messages: one call
 // per line to the handler of <cmwq/log.h>, or to stderr without one.
 // Levels are syslog's. log_dump renders a dump (a FILE writer) the same way.
@@ -263,7 +269,7 @@ void worker_running(worker *w);
 void worker_set_running(worker *w) REQUIRES(w->pool->lock);
 // Context: no lock. Counts fn once more as a CPU hog and reports on the
 // kernel's power-of-two schedule.
-void hog_report(work_func_t fn);
+void hog_report(const worker *w);
 
 // Context: fork (fork.cpp). The hog table's lock around fork.
 void hog_fork_lock();

@@ -335,7 +335,8 @@ struct worker {
 	int last_cpu GUARDED_BY(pool->lock) = -1;               // L: CPU seen when it went idle
 	std::atomic<int> wake{0};        // A: 0 idle, 1 woken, 2 asleep in the futex
 	std::atomic<int> pins{0};        // A: wakers between pick and wake
-	char desc[32] = {};              // K
+	char desc[WORKER_DESC_LEN] = {}; // L: set_worker_desc(); cleared when an item starts
+	char current_name[CMWQ_WORK_NAME_LEN] = {}; // K: the item's name (work_struct::name) copied at start
 	std::atomic<uint64_t> progress{0};    // A: bumped on every item start
 	bool detected GUARDED_BY(pool->lock) = false;           // L: the monitor found it blocked
 	uint64_t mon_prog = 0;           // M: monitor thread only
@@ -535,9 +536,11 @@ struct params_t {
 // USDT
 #if defined(CMWQ_HAVE_SDT)
 #define CMWQ_PROBE2(n, a, b) DTRACE_PROBE2(workqueue, n, a, b)
+#define CMWQ_PROBE3(n, a, b, c) DTRACE_PROBE3(workqueue, n, a, b, c)
 #define CMWQ_PROBE5(n, a, b, c, d, e) DTRACE_PROBE5(workqueue, n, a, b, c, d, e)
 #else
 #define CMWQ_PROBE2(n, a, b) do { } while (0)
+#define CMWQ_PROBE3(n, a, b, c) do { } while (0)
 #define CMWQ_PROBE5(n, a, b, c, d, e) do { } while (0)
 #endif
 

@@ -193,7 +193,7 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 				w->mon_since = now;
 				if (w->current_pwq)
 					PWQ_STAT_ADD(w->current_pwq, PWQ_STAT_CPU_INTENSIVE, 1);
-				hog_report(w->current_func);
+				hog_report(w);
 				deferred d;
 				if (kick_pool(pool, d) && w->current_pwq)
 					PWQ_STAT_ADD(w->current_pwq, PWQ_STAT_CM_WAKEUP, 1);

@@ -8,6 +8,7 @@
 #include <cmwq/log.h>
 #include <cmwq/version.h>
 
+#include <cxxabi.h>
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <syslog.h>
@@ -63,10 +64,27 @@ std::string func_name(work_func_t f)
 {
 	Dl_info info;
 	char buf[64];
-	if (f && dladdr(reinterpret_cast<void *>(f), &info) && info.dli_sname)
-		return info.dli_sname;
+	if (f && dladdr(reinterpret_cast<void *>(f), &info) && info.dli_sname) {
+		int st = 0;
+		char *dm = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &st);
+		if (!dm)
+			return info.dli_sname;
+		std::string s(dm);
+		free(dm);
+		return s;
+	}
 	snprintf(buf, sizeof(buf), "%p", reinterpret_cast<void *>(f));
 	return buf;
+}
+
+std::string work_name(const work_struct *w)
+{
+	return w->name ? std::string(w->name) : func_name(w->func);
+}
+
+std::string current_item_name(const worker *w)
+{
+	return w->current_name[0] ? std::string(w->current_name) : func_name(w->current_func);
 }
 
 int spawn_thread(void *(*fn)(void *), void *arg)

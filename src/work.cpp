@@ -8,10 +8,12 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 
 namespace cmwq::detail {
@@ -57,7 +59,7 @@ static void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work) 
 {
 	unsigned wqf = wq->aflags.load(std::memory_order_acquire);
 	if ((wqf & (__WQ_DESTROYING | __WQ_DRAINING)) && !is_chained_work(wq)) {
-		warn_once_msg("cannot-queue-" + wq->name, "workqueue: cannot queue " + func_name(work->func) +
+		warn_once_msg("cannot-queue-" + wq->name, "workqueue: cannot queue " + work_name(work) +
 								    " on wq " + wq->name);
 		clear_pending_keep_offq(work);
 		return;
@@ -283,10 +285,10 @@ bool check_flush_dependency(workqueue_struct *target, work_struct *target_work)
 	if (!w || !w->current_pwq)
 		return false;
 	workqueue_struct *cur = w->current_pwq->wq;
-	std::string what = target_work ? func_name(target_work->func) : std::string("(all)");
+	std::string what = target_work ? work_name(target_work) : std::string("(all)");
 	if (!target_work && cur == target) {
 		warn_once_msg("self-wq-flush-" + target->name,
-			      "cmwq: " + func_name(w->current_func) + " on workqueue " + cur->name +
+			      "cmwq: " + current_item_name(w) + " on workqueue " + cur->name +
 				      " flushes its own workqueue; it would wait for itself and deadlock, "
 				      "returning without waiting");
 		return true;
@@ -295,8 +297,38 @@ bool check_flush_dependency(workqueue_struct *target, work_struct *target_work)
 		return false;
 	if ((cur->flags & (WQ_MEM_RECLAIM | __WQ_LEGACY)) == WQ_MEM_RECLAIM)
 		warn_once_msg("reclaim-flush-" + cur->name + target->name,
-			      "workqueue: WQ_MEM_RECLAIM " + cur->name + ":" + func_name(w->current_func) +
+			      "workqueue: WQ_MEM_RECLAIM " + cur->name + ":" + current_item_name(w) +
 				      " is flushing !WQ_MEM_RECLAIM " + target->name + ":" + what);
+	return false;
+}
+
+// Whether the calling work item, by waiting for work (queued on pwq, or run
+// by worker w), would wait for itself: work is the caller's own item, or a
+// queued item of the caller's workqueue that can start only after the
+// caller's item ends (a later item of an ordered workqueue, or one held back
+// by max_active 1). Then one warning; the caller returns without waiting.
+static bool wait_deadlocks(work_struct *work, unsigned long data, pool_workqueue *pwq, worker *w,
+			   const char *verb) REQUIRES(pwq->pool->lock)
+{
+	worker *me = tl_worker;
+	if (!me || !me->current_pwq)
+		return false;
+	if (me->current_work == work && w == me) {
+		warn_once_msg("self-flush-" + work_name(work), "cmwq: " + work_name(work) + " on workqueue " +
+								       pwq->wq->name + " " + verb +
+								       " itself; that would deadlock, returning without waiting");
+		return true;
+	}
+	if (!w && me->current_pwq->wq == pwq->wq &&
+	    ((pwq->wq->flags & __WQ_ORDERED) ||
+	     ((data & WORK_STRUCT_INACTIVE) && pwq->wq->max_active.load(std::memory_order_relaxed) <= 1))) {
+		warn_once_msg("order-flush-" + pwq->wq->name + current_item_name(me) + work_name(work),
+			      "cmwq: " + current_item_name(me) + " on workqueue " + pwq->wq->name + " " + verb + " " +
+				      work_name(work) +
+				      ", which can start only after it ends (ordered or max_active 1); "
+				      "that would deadlock, returning without waiting");
+		return true;
+	}
 	return false;
 }
 
@@ -324,28 +356,8 @@ static bool do_flush_work(work_struct *work, bool from_cancel)
 				return false;
 			pwq = w->current_pwq;
 		}
-		if (tl_worker && tl_worker->current_work == work && w == tl_worker) {
-			warn_once_msg("self-flush-" + func_name(work->func),
-				      "cmwq: " + func_name(work->func) + " on workqueue " + pwq->wq->name +
-					      (from_cancel ? " cancels-and-waits for" : " flushes") +
-					      " itself; that would deadlock, returning without waiting");
+		if (wait_deadlocks(work, data, pwq, w, from_cancel ? "cancels-and-waits for" : "flushes"))
 			return false;
-		}
-		// A queued (not running) item of the caller's own workqueue that
-		// can start only after the caller's item ends: a later item of an
-		// ordered workqueue, or one held back by max_active 1.
-		worker *me = tl_worker;
-		if (!w && me && me->current_pwq && me->current_pwq->wq == pwq->wq &&
-		    ((pwq->wq->flags & __WQ_ORDERED) ||
-		     ((data & WORK_STRUCT_INACTIVE) && pwq->wq->max_active.load(std::memory_order_relaxed) <= 1))) {
-			warn_once_msg("order-flush-" + pwq->wq->name + func_name(me->current_func) + func_name(work->func),
-				      "cmwq: " + func_name(me->current_func) + " on workqueue " + pwq->wq->name +
-					      (from_cancel ? " cancels-and-waits for " : " flushes ") +
-					      func_name(work->func) +
-					      ", which can start only after it ends (ordered or max_active 1); "
-					      "that would deadlock, returning without waiting");
-			return false;
-		}
 		if (!from_cancel)
 			check_flush_dependency(pwq->wq, work);
 		insert_wq_barrier(pwq, &barr, work, w);
@@ -354,9 +366,48 @@ static bool do_flush_work(work_struct *work, bool from_cancel)
 	return true;
 }
 
+// For cmwq_wait_would_deadlock: the same checks as a flush, on work's
+// current state.
+static bool task_wait_deadlocks(work_struct *work, const char *verb)
+{
+	if (!tl_worker || !work || !work->func)
+		return false;
+	worker_pool *pool = get_work_pool(work);
+	if (!pool)
+		return false;
+	lock_guard lk(pool->lock);
+	unsigned long data = work_data(work);
+	pool_workqueue *pwq;
+	worker *w = nullptr;
+	if ((data & WORK_STRUCT_PWQ) && pwq_pool(data_pwq(data)) == pool) {
+		pwq = data_pwq(data);
+	} else {
+		w = find_worker_executing_work(pool, work);
+		if (!w)
+			return false;
+		pwq = w->current_pwq;
+	}
+	return wait_deadlocks(work, data, pwq, w, verb);
+}
+
 } // namespace cmwq::detail
 
 using namespace cmwq::detail;
+
+extern "C" bool cmwq_wait_would_deadlock(struct work_struct *work, const char *verb)
+{
+	return task_wait_deadlocks(work, verb ? verb : "waits for");
+}
+
+extern "C" void cmwq_futex_wait(const uint32_t *word, uint32_t expected)
+{
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+}
+
+extern "C" void cmwq_futex_wake(const uint32_t *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+}
 
 namespace {
 // Whether a queue call must refuse work: NULL, without a function (a zeroed,

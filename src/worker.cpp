@@ -79,7 +79,7 @@ static void worker_repatriate(worker *w)
 // Hog counts per function (the kernel's wci table, WCI_MAX_ENTS entries).
 struct hog_table {
 	mutex lock;
-	std::map<work_func_t, uint64_t> counts; // lock
+	std::map<std::string, uint64_t> counts; // lock: by item name
 };
 
 static hog_table &hogs()
@@ -93,8 +93,9 @@ void hog_fork_unlock() NO_THREAD_SAFETY_ANALYSIS { hogs().lock.unlock(); }
 
 static bool is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
 
-void hog_report(work_func_t fn)
+void hog_report(const worker *w)
 {
+	std::string fn = current_item_name(w);
 	auto &m = hogs();
 	unsigned thresh = params().cpu_intensive_warning_thresh.load();
 	uint64_t cnt;
@@ -110,7 +111,7 @@ void hog_report(work_func_t fn)
 	}
 	if (thresh && cnt >= thresh && is_pow2(cnt + 1 - thresh))
 		log_printf(LOG_WARNING, "cmwq: %s hogged CPU for >%luus %llu times, consider switching to WQ_UNBOUND\n",
-			func_name(fn).c_str(), params().cpu_intensive_thresh_us.load(),
+			fn.c_str(), params().cpu_intensive_thresh_us.load(),
 			static_cast<unsigned long long>(cnt));
 }
 
@@ -122,7 +123,7 @@ static void hog_account(worker *w, pool_workqueue *pwq, uint64_t cpu_ns, bool fl
 	// Ran past the threshold without the monitor seeing it (nothing waited):
 	// counted and reported as the kernel's tick would have.
 	PWQ_STAT_ADD(pwq, PWQ_STAT_CPU_INTENSIVE, 1);
-	hog_report(w->current_func);
+	hog_report(w);
 }
 
 static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES(w->pool->lock)
@@ -134,6 +135,11 @@ static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES
 
 	w->current_work = work;
 	w->current_func = work->func;
+	if (work->name) [[unlikely]]
+		snprintf(w->current_name, sizeof(w->current_name), "%s", work->name);
+	else
+		w->current_name[0] = '\0';
+	w->desc[0] = '\0';
 	w->current_pwq = pwq;
 	w->current_color = work_color(data);
 	// The clock was read when the previous item ended (or at the wake): the
@@ -182,7 +188,7 @@ static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES
 	// read is a system call (1.4-2.6 us in a VM), so every 64 items cost the
 	// per-CPU fan-out ~30 ns per item.
 	uint64_t t0 = w->current_start_ns;
-	CMWQ_PROBE2(workqueue_execute_start, work, fn);
+	CMWQ_PROBE3(workqueue_execute_start, work, fn, w->current_name[0] ? w->current_name : nullptr);
 	// The block detector counts only switches inside the function: a
 	// worker waiting for pool->lock between items has not blocked its item.
 	w->in_item.store(true, std::memory_order_relaxed);
@@ -499,10 +505,39 @@ void set_worker_desc(const char *fmt, ...)
 	worker *w = tl_worker;
 	if (!w)
 		return;
+	char buf[WORKER_DESC_LEN];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(w->desc, sizeof(w->desc), fmt, ap);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	// Under the pool lock: the state dump reads it from another thread.
+	lock_guard lk(w->pool->lock);
+	memcpy(w->desc, buf, sizeof(buf));
+}
+
+const char *cmwq_current_workqueue_name(void)
+{
+	worker *w = tl_worker;
+	if (!w || !w->current_pwq)
+		return nullptr;
+	return w->current_pwq->wq->name.c_str();
+}
+
+workqueue_struct *cmwq_current_workqueue(void)
+{
+	worker *w = tl_worker;
+	return w && w->current_pwq ? w->current_pwq->wq : nullptr;
+}
+
+void cmwq_report_work_failure(const char *what)
+{
+	worker *w = tl_worker;
+	if (!w || !w->current_pwq) {
+		log_printf(LOG_CRIT, "cmwq: %s outside a work item\n", what ? what : "(null)");
+		return;
+	}
+	log_printf(LOG_CRIT, "cmwq: %s in work item %s on workqueue %s\n", what ? what : "(null)",
+		   current_item_name(w).c_str(), w->current_pwq->wq->name.c_str());
 }
 
 } // extern "C"

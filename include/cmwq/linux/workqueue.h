@@ -66,6 +66,12 @@ struct work_struct {
 	unsigned long data;      /* A: atomic state word */
 	struct list_head entry;  /* L: pool->lock of the pool it is queued on */
 	work_func_t func;
+	/*
+	 * cmwq: an optional name shown instead of func's symbol in the state
+	 * dump, hog and watchdog reports and the execute_start probe (the C++
+	 * API names every item). NULL for none; see cmwq_set_work_name().
+	 */
+	const char *name;
 };
 
 /* Timer of a delayed work: CLOCK_MONOTONIC deadline in nanoseconds. */
@@ -115,7 +121,7 @@ enum {
 #define WORK_CPU_UNBOUND NR_CPUS
 
 #define __WORK_INITIALIZER(n, f) \
-	{ WORK_STRUCT_NO_POOL, { &(n).entry, &(n).entry }, (f) }
+	{ WORK_STRUCT_NO_POOL, { &(n).entry, &(n).entry }, (f), NULL }
 #define __DELAYED_WORK_INITIALIZER(n, f) \
 	{ __WORK_INITIALIZER((n).work, (f)), { 0, -1, 0, NULL }, NULL, WORK_CPU_UNBOUND }
 
@@ -141,6 +147,7 @@ static inline void cmwq_init_work_fields(struct work_struct *w, work_func_t f)
 	w->entry.next = &w->entry;
 	w->entry.prev = &w->entry;
 	w->func = f;
+	w->name = NULL;
 }
 
 static inline void cmwq_init_work(struct work_struct *w, work_func_t f)
@@ -387,6 +394,44 @@ __printf(1, 2) void set_worker_desc(const char *fmt, ...);
 void show_all_workqueues(void);
 void show_one_workqueue(struct workqueue_struct *wq);
 void wq_watchdog_touch(int cpu);
+
+/*
+ * cmwq extension: name a work item (set it before queueing; NULL clears).
+ * The string must stay valid while the item is queued; when the item starts
+ * its first CMWQ_WORK_NAME_LEN - 1 bytes are copied for reports made while
+ * it runs, so the item may free it (and itself) then.
+ */
+#define CMWQ_WORK_NAME_LEN 64
+static inline void cmwq_set_work_name(struct work_struct *w, const char *name)
+{
+	w->name = name;
+}
+/*
+ * The workqueue name of the item the calling thread runs, or NULL outside a
+ * work item. Valid until the item returns.
+ */
+const char *cmwq_current_workqueue_name(void);
+/* The workqueue of the item the calling thread runs, or NULL. */
+struct workqueue_struct *cmwq_current_workqueue(void);
+/*
+ * Prints "cmwq: <what> in work item <name or function> on workqueue <wq>"
+ * through the log handler (<cmwq/log.h>); the C++ API calls it for an
+ * exception that escapes a work item, before std::terminate().
+ */
+void cmwq_report_work_failure(const char *what);
+/*
+ * For waits built on work items (the C++ API's task::get): true, with one
+ * warning saying "<caller's item> on workqueue <wq> <verb> <work's name>",
+ * if the calling work item waiting for work would wait for itself - work is
+ * the caller's own item, or a queued item of the caller's workqueue that can
+ * start only after the caller's item ends (ordered, or max_active 1). false
+ * outside work items and when the wait can end.
+ */
+bool cmwq_wait_would_deadlock(struct work_struct *work, const char *verb);
+/* A futex wait until *word != expected (may return spuriously) and a wake
+ * of every waiter: what the C++ API's tasks wait with. */
+void cmwq_futex_wait(const uint32_t *word, uint32_t expected);
+void cmwq_futex_wake(const uint32_t *word);
 
 /* ---- freezer (spec 4.8) --------------------------------------------------- */
 
