@@ -52,25 +52,26 @@ int main()
 	// An ordered workqueue runs one item at a time, in queueing order.
 	auto ordered = cmwq::workqueue::ordered("cpp_tour_ordered");
 	std::vector<int> order;
-	std::vector<cmwq::task_handle> tasks;
+	std::vector<cmwq::task<>> tasks;
 	for (int i = 0; i < 8; i++)
-		tasks.push_back(cmwq::run(ordered, [&order, i] { order.push_back(i); }));
+		tasks.push_back(cmwq::submit(ordered, [&order, i] { order.push_back(i); }));
 	for (auto &t : tasks)
-		t.wait();
+		t.get();
 	for (int i = 0; i < 8; i++)
 		if (order.at(static_cast<size_t>(i)) != i)
 			bad++;
 
 	// A task that sleeps says so; a per-CPU pool starts the next item meanwhile.
 	cmwq::workqueue percpu("cpp_tour_percpu", WQ_PERCPU);
-	auto slow = cmwq::run(percpu, [] {
+	auto slow = cmwq::submit(percpu, "cpp_tour_slow", [] {
 		cmwq::blocking_scope blocking;
 		std::this_thread::sleep_for(10ms);
 	});
-	auto quick = cmwq::run(percpu, [&] { hits.fetch_add(1); });
-	quick.wait();
+	auto quick = cmwq::submit(percpu, [&] { return hits.fetch_add(1) + 1; });
+	if (quick.get() != 2)
+		bad++;
 	slow.wait();
-	if (!slow.done() || !quick.done() || hits.load() != 2)
+	if (!slow.ready() || hits.load() != 2)
 		bad++;
 
 	std::printf("cpp_tour: ordered %zu tasks, %d unexpected results\n", order.size(), bad);

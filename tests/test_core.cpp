@@ -497,9 +497,9 @@ TEST(cpp_api, run_lambda_and_wait_and_raii_destroy)
 	std::atomic<int> n{0};
 	{
 		cmwq::workqueue wq("t_cpp", WQ_UNBOUND, 4);
-		auto h = cmwq::run(wq, [&] { n += 1; });
+		auto h = cmwq::submit(wq, [&] { n += 1; });
 		h.wait();
-		EXPECT_TRUE(h.done());
+		EXPECT_TRUE(h.ready());
 		cmwq::work w([&] { n += 10; });
 		EXPECT_TRUE(wq.queue(w));
 		cmwq::delayed_work dw([&] { n += 100; });
