@@ -49,6 +49,7 @@ struct options {
 	int repeat = 1;
 	bool percpu = false;
 	bool ab_wake = false;
+	bool cxx = false; // --cxx: the C++ task round trip against the C API's, then exit
 	bool ab_detect = false; // --block-detect
 	bool vs = false;
 	bool json = false;
@@ -86,6 +87,9 @@ void usage(FILE *out)
 		"                      on the (i mod CPUs)-th usable CPU\n"
 		"  --items N           measured items per producer (default 50000)\n"
 		"  --warmup N          unmeasured items per producer first (default 1000)\n"
+		"  --cxx               only compare cmwq::submit(wq, f).get() with the C API's\n"
+		"                      queue_work + completion round trip (per-CPU and default\n"
+		"                      unbound workqueues; --repeat rounds each, alternated)\n"
 		"  --repeat R          run every measurement R times; report medians and the\n"
 		"                      range (max-min)/median of the throughput (default 1)\n"
 		"  --percpu            kernel protocol on a per-CPU workqueue instead\n"
@@ -208,6 +212,8 @@ options parse_options(int argc, char **argv)
 			o.items = static_cast<int>(parse_long(a, value(), 1, 100000000));
 		} else if (a == "--warmup") {
 			o.warmup = static_cast<int>(parse_long(a, value(), 0, 100000000));
+		} else if (a == "--cxx") {
+			o.cxx = true;
 		} else if (a == "--repeat") {
 			o.repeat = static_cast<int>(parse_long(a, value(), 1, 1000));
 		} else if (a == "--percpu") {
@@ -1346,6 +1352,10 @@ void print_json(const bench &b, const std::string &cmdline, FILE *out)
 
 } // namespace
 
+namespace wqb {
+int run_cxx_roundtrip(int repeat, int cpu, const std::string &cmdline);
+}
+
 int main(int argc, char **argv)
 {
 	std::string cmdline = "wq_bench";
@@ -1392,6 +1402,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	if (b.o.cxx)
+		return run_cxx_roundtrip(b.o.repeat, b.usable.front(), cmdline);
 	b.load_start = loadavg();
 	b.plan();
 	b.run();
