@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <memory>
@@ -367,4 +368,34 @@ TEST(cxx_work_death, an_exception_escaping_a_work_item_is_reported_then_terminat
 			(void)w.flush();
 		},
 		"cmwq: uncaught exception: disk full in work item rebuild_index on workqueue cxx_escape");
+}
+
+TEST(cxx_names, the_execute_start_probe_carries_the_name)
+{
+	// workqueue_execute_start(work, function, name): the third argument is
+	// the item's name (NULL for unnamed C items). Read from this program's
+	// own stapsdt notes (the static library's probes are linked in).
+	char self[4096];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	ASSERT_GT(len, 0);
+	self[len] = '\0';
+	FILE *p = popen(("readelf -n '" + std::string(self) + "' 2>/dev/null").c_str(), "r");
+	if (!p)
+		GTEST_SKIP() << "cannot run readelf";
+	std::string out;
+	char buf[4096];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
+		out.append(buf, n);
+	pclose(p);
+	auto at = out.find("Name: workqueue_execute_start");
+	if (at == std::string::npos)
+		GTEST_SKIP() << "no USDT probes in this build (readelf missing or <sys/sdt.h> absent)";
+	auto args = out.find("Arguments:", at);
+	ASSERT_NE(args, std::string::npos);
+	std::string line = out.substr(args, out.find('\n', args) - args);
+	int count = 0;
+	for (size_t i = line.find('@'); i != std::string::npos; i = line.find('@', i + 1))
+		count++;
+	EXPECT_EQ(count, 3) << line;
 }
