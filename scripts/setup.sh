@@ -15,7 +15,7 @@ packages=(
 	build-essential cmake pkg-config g++ binutils
 	clang libclang-rt-14-dev
 	libgtest-dev libgmock-dev libbenchmark-dev
-	libtbb-dev libboost-dev libasio-dev libuv1-dev libglib2.0-dev
+	libtbb-dev libboost-dev libasio-dev liburcu-dev libuv1-dev libglib2.0-dev
 	systemtap-sdt-dev nlohmann-json3-dev libcli11-dev libfmt-dev
 	gnuplot-nox jq gdb
 )

@@ -5,7 +5,11 @@
 // can print it from anywhere.
 #include "engine.h"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <string>
 
 namespace cmwq::detail {
 
@@ -116,6 +120,33 @@ void dump_all(FILE *f)
 	fflush(f);
 }
 
+// What a pool worker whose thread is tid runs, copied under its pool lock.
+struct worker_view {
+	bool running = false; // an item: wq, item and desc are set
+	std::string wq, item, desc;
+};
+static worker_view view_worker(pid_t tid)
+{
+	worker_view v;
+	auto &gl = g();
+	lock_guard gk(gl.pool_mutex);
+	for (auto *pool : gl.pools) {
+		lock_guard lk(pool->lock);
+		for (worker *w : pool->workers) {
+			if (__atomic_load_n(&w->tid, __ATOMIC_ACQUIRE) != tid)
+				continue;
+			if (w->current_pwq) {
+				v.running = true;
+				v.wq = w->current_pwq->wq->name;
+				v.item = current_item_name(w);
+				v.desc = w->desc;
+			}
+			return v;
+		}
+	}
+	return v;
+}
+
 } // namespace cmwq::detail
 
 using namespace cmwq::detail;
@@ -127,6 +158,69 @@ void show_all_workqueues(void)
 {
 	log_dump(LOG_INFO, [](FILE *f) { dump_all(f); });
 }
+void show_freezable_workqueues(void)
+{
+	log_dump(LOG_INFO, [](FILE *f) {
+		auto &gl = g();
+		uint64_t now = now_ns();
+		lock_guard gk(gl.pool_mutex);
+		fprintf(f, "Showing freezable workqueues that are still busy:\n");
+		for (auto *wq : gl.workqueues) {
+			if (!(wq->flags & WQ_FREEZABLE))
+				continue;
+			lock_guard wk(wq->mutex);
+			show_wq(f, wq, now);
+		}
+	});
+}
+
+struct task_struct *cmwq_task_of(pid_t tid)
+{
+	return reinterpret_cast<struct task_struct *>(static_cast<uintptr_t>(tid));
+}
+
+struct task_struct *cmwq_current_task(void)
+{
+	return cmwq_task_of(static_cast<pid_t>(syscall(SYS_gettid)));
+}
+
+void wq_worker_comm(char *buf, size_t size, struct task_struct *task)
+{
+	if (!buf || !size)
+		return;
+	pid_t tid = static_cast<pid_t>(reinterpret_cast<uintptr_t>(task));
+	std::string comm;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+	if (FILE *f = fopen(path, "re")) {
+		char line[64] = "";
+		if (fgets(line, sizeof(line), f))
+			comm = line;
+		fclose(f);
+		while (!comm.empty() && comm.back() == '\n')
+			comm.pop_back();
+	}
+	// The kernel's form: "+desc" while it runs an item (the description,
+	// else the workqueue's name).
+	worker_view v = view_worker(tid);
+	std::string suffix;
+	if (v.running)
+		suffix = "+" + (v.desc.empty() ? v.wq : v.desc);
+	snprintf(buf, size, "%s%s", comm.c_str(), suffix.c_str());
+}
+
+void print_worker_info(const char *log_lvl, struct task_struct *task)
+{
+	pid_t tid = static_cast<pid_t>(reinterpret_cast<uintptr_t>(task));
+	worker_view v = view_worker(tid);
+	if (!v.running)
+		return;
+	std::string text = "Workqueue: " + v.wq + " " + v.item;
+	if (!v.desc.empty())
+		text += " (" + v.desc + ")";
+	log_printf(LOG_INFO, "%s%s\n", log_lvl ? log_lvl : "", text.c_str());
+}
+
 void show_one_workqueue(struct workqueue_struct *wq)
 {
 	log_dump(LOG_INFO, [wq](FILE *f) {

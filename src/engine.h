@@ -113,6 +113,19 @@ bool timer_add_if_idle(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list
 void timer_retry_start();
 // Context: as timer_add. true if t was armed and is now removed.
 bool timer_delete(timer_list *t);
+// The kernel timer API (<cmwq/linux/timer.h>, ktimer.cpp). Context: any
+// thread; takes T. Returns whether t was pending (how: mod_timer,
+// mod_timer_pending, timer_reduce). Nothing happens to a timer without a
+// function (shut down).
+enum ktimer_how { KTIMER_MOD, KTIMER_IF_PENDING, KTIMER_REDUCE };
+int ktimer_modify(timer_list *t, uint64_t expires_ns, ktimer_how how);
+bool ktimer_pending(const timer_list *t);
+// Removes t; sync: also waits for its running callback (and deletes a
+// re-arm); shutdown: later arming does nothing. Whether it was pending.
+int ktimer_delete(timer_list *t, bool sync, bool shutdown);
+// true on the timer thread while it runs a callback (the kernel's softirq
+// context, for execute_in_process_context).
+extern constinit thread_local bool tl_in_timer;
 
 // ---- params.cpp -------------------------------------------------------------
 
@@ -244,6 +257,9 @@ void insert_work(pool_workqueue *pwq, work_struct *work, list_head *head, unsign
 void clear_pending_keep_offq(work_struct *work);
 bool clear_pending_if_disabled(work_struct *work);
 bool test_and_set_pending(work_struct *work);
+// Context: any; the caller owns work's PENDING bit. Queues it on wq (the
+// kernel's __queue_work); what queue_work does after taking PENDING.
+void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work);
 // Context: G and W held. A new pwq of wq on pool, holding its base reference.
 pool_workqueue *new_pwq(workqueue_struct *wq, worker_pool *pool) REQUIRES(wq->mutex);
 // Context: no lock. The last reference is gone: unlink, unplug an ordered

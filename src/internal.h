@@ -504,6 +504,7 @@ struct params_t {
 	std::atomic<unsigned long> cpu_intensive_thresh_us{10000};
 	std::atomic<unsigned> cpu_intensive_warning_thresh{4};
 	std::atomic<unsigned long> watchdog_thresh{30};
+	std::atomic<unsigned long> timer_callback_warn_us{10000}; // a timer callback that runs longer is reported
 	std::atomic<bool> debug_force_rr_cpu{false};
 	std::atomic<bool> wake_under_lock{false};
 	std::atomic<long> fail_worker_creation{0};

@@ -145,6 +145,8 @@ std::vector<param> &table()
 					p.cpu_intensive_warning_thresh, 1000000000ul));
 		v->push_back(uint_param("workqueue.watchdog_thresh", "an integer of seconds (0 disables)",
 					p.watchdog_thresh, 3600ul));
+		v->push_back(uint_param("cmwq.timer_callback_warn_us", "an integer of microseconds (0 disables)",
+					p.timer_callback_warn_us, 1000000000ul));
 		v->push_back(bool_param("workqueue.debug_force_rr_cpu", p.debug_force_rr_cpu));
 		v->push_back(bool_param("cmwq.wake_under_lock", p.wake_under_lock));
 		v->push_back({"cmwq.debug_objects", "Y, N, 1, 0", true,

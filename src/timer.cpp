@@ -11,12 +11,17 @@
 #include <thread>
 
 namespace cmwq::detail {
+
+constinit thread_local bool tl_in_timer = false;
+
 namespace {
 
 struct timer_base {
 	mutex lock;
 	std::condition_variable_any cv;
 	std::vector<timer_list *> heap; // T
+	timer_list *running = nullptr;  // T: whose callback the thread runs now
+	std::condition_variable_any done; // T: running changed (for del_timer_sync)
 	bool started = false;   // lock
 	uint64_t retry_ns = 0;  // lock: no start attempt before this
 };
@@ -72,6 +77,21 @@ void heap_remove(std::vector<timer_list *> &h, int i)
 	}
 }
 
+// The timer thread runs every callback, delayed work's included: one that
+// takes long delays all of them. Reported once per function.
+void report_slow_callback(void (*fn)(timer_list *), uint64_t ns)
+{
+	unsigned long limit = params().timer_callback_warn_us.load();
+	if (!limit || ns < limit * 1000ull)
+		return;
+	std::string name = func_name(reinterpret_cast<work_func_t>(reinterpret_cast<void *>(fn)));
+	warn_once_msg("slow-timer-" + name,
+		      "cmwq: timer callback " + name + " ran for " + std::to_string(ns / 1000) +
+			      " us (cmwq.timer_callback_warn_us=" + std::to_string(limit) +
+			      "); callbacks run on the timer thread and delay every timer and delayed work "
+			      "behind them: queue a work item for anything that blocks or takes long");
+}
+
 void *timer_thread(void *)
 {
 	pthread_setname_np(pthread_self(), "cmwq/timer");
@@ -91,9 +111,16 @@ void *timer_thread(void *)
 		heap_remove(b.heap, 0);
 		t->heap_index = -1;
 		auto fn = t->function;
+		b.running = t;
 		lk.unlock();
+		uint64_t t0 = now_ns();
+		tl_in_timer = true;
 		fn(t);
+		tl_in_timer = false;
+		report_slow_callback(fn, now_ns() - t0);
 		lk.lock();
+		b.running = nullptr;
+		b.done.notify_all();
 	}
 }
 
@@ -167,10 +194,71 @@ void timer_fork_unlock(void (*dropped)(timer_list *)) NO_THREAD_SAFETY_ANALYSIS
 			dropped(t);
 		}
 		b.heap.clear();
+		b.running = nullptr; // the parent's thread: none here
 		b.started = false;
 		b.retry_ns = 0;
 	}
 	b.lock.unlock();
+}
+
+int ktimer_modify(timer_list *t, uint64_t expires_ns, ktimer_how how)
+{
+	auto &b = tb();
+	lock_guard lk(b.lock);
+	bool was = t->heap_index >= 0;
+	if (!t->function) // shut down (or never set up): arming does nothing
+		return 0;
+	if (how == KTIMER_IF_PENDING && !was)
+		return 0;
+	if (how == KTIMER_REDUCE && was && t->expires_ns <= expires_ns)
+		return 1;
+	start_thread_locked(b);
+	t->expires_ns = expires_ns;
+	if (was) {
+		sift_up(b.heap, t->heap_index);
+		sift_down(b.heap, t->heap_index);
+	} else {
+		t->heap_index = static_cast<int>(b.heap.size());
+		b.heap.push_back(t);
+		sift_up(b.heap, t->heap_index);
+	}
+	if (b.heap.front() == t)
+		b.cv.notify_one();
+	return was;
+}
+
+bool ktimer_pending(const timer_list *t)
+{
+	lock_guard lk(tb().lock);
+	return t->heap_index >= 0;
+}
+
+int ktimer_delete(timer_list *t, bool sync, bool shutdown)
+{
+	auto &b = tb();
+	unique_lock lk(b.lock);
+	int was = 0;
+	if (shutdown)
+		t->function = nullptr; // later arming (a re-arming callback too) does nothing
+	for (;;) {
+		if (t->heap_index >= 0) {
+			heap_remove(b.heap, t->heap_index);
+			t->heap_index = -1;
+			was = 1;
+		}
+		if (!sync || b.running != t)
+			return was;
+		if (tl_in_timer) {
+			// Its own callback, or another timer's on the timer thread:
+			// waiting would wait for ourselves.
+			lk.unlock();
+			warn_once_msg("timer-sync-self", "cmwq: del_timer_sync() from a timer callback waits for the "
+							 "timer thread itself; returning without waiting");
+			return was;
+		}
+		// The callback may re-arm the timer: delete again once it returned.
+		b.done.wait(lk);
+	}
 }
 
 bool timer_delete(timer_list *t)

@@ -55,7 +55,7 @@ static bool is_chained_work(workqueue_struct *wq)
 // kernel: __queue_work. Which pool's lock it holds is decided at run time
 // (the pool the item still runs on, else the target's), which the
 // analysis cannot follow; the locked part is checked by hand.
-static void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work) NO_THREAD_SAFETY_ANALYSIS
+void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work) NO_THREAD_SAFETY_ANALYSIS
 {
 	unsigned wqf = wq->aflags.load(std::memory_order_acquire);
 	if ((wqf & (__WQ_DESTROYING | __WQ_DRAINING)) && !is_chained_work(wq)) {
@@ -127,7 +127,9 @@ static void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work) 
 	d.run();
 }
 
-static void delayed_work_timer_fn(timer_list *t)
+// delayed_work_timer_fn (below, with the C API) queues dw->work when its
+// timer fires.
+static void delayed_work_fire(timer_list *t)
 {
 	auto *dw = container_of(t, delayed_work, timer);
 	do_queue_work(dw->cpu, dw->wq, &dw->work);
@@ -393,6 +395,11 @@ static bool task_wait_deadlocks(work_struct *work, const char *verb)
 } // namespace cmwq::detail
 
 using namespace cmwq::detail;
+
+extern "C" void delayed_work_timer_fn(struct timer_list *t)
+{
+	delayed_work_fire(t);
+}
 
 extern "C" bool cmwq_wait_would_deadlock(struct work_struct *work, const char *verb)
 {

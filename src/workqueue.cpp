@@ -502,6 +502,23 @@ struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags, in
 	return wq;
 }
 
+int workqueue_sysfs_register(struct workqueue_struct *wq)
+{
+	if (wq_refused(wq, "workqueue_sysfs_register"))
+		return -EINVAL;
+	if (wq->flags & __WQ_ORDERED) {
+		warn_once_msg("sysfs-ordered-" + wq->name, "cmwq: workqueue_sysfs_register(" + wq->name +
+								  "): ordered workqueues cannot be exposed (their "
+								  "attributes must not change); -EINVAL");
+		return -EINVAL;
+	}
+	lock_guard gk(g().pool_mutex);
+	if (wq->sysfs)
+		return -EEXIST;
+	wq->sysfs = true;
+	return 0;
+}
+
 void destroy_workqueue(struct workqueue_struct *wq)
 {
 	if (wq_refused(wq, "destroy_workqueue"))

@@ -121,6 +121,15 @@ target_link_libraries(cmwq_c_api PRIVATE cmwq_static)
 cmwq_target_defaults(cmwq_c_api)
 add_test(NAME c_api_returns_kernel_values COMMAND cmwq_c_api)
 set_tests_properties(c_api_returns_kernel_values PROPERTIES TIMEOUT 60)
+# The timer API and the rest of the kernel names, the same way.
+add_executable(cmwq_kernel_timers ${CMAKE_CURRENT_LIST_DIR}/kernel_timers.c)
+set_target_properties(cmwq_kernel_timers PROPERTIES OUTPUT_NAME kernel_timers C_STANDARD 11
+  C_STANDARD_REQUIRED ON C_EXTENSIONS OFF LINKER_LANGUAGE CXX)
+target_link_libraries(cmwq_kernel_timers PRIVATE cmwq_static)
+cmwq_target_defaults(cmwq_kernel_timers)
+add_test(NAME kernel_timers_and_remaining_names_behave COMMAND cmwq_kernel_timers)
+set_tests_properties(kernel_timers_and_remaining_names_behave PROPERTIES TIMEOUT 60
+  PASS_REGULAR_EXPRESSION "[1-9][0-9]* passed, 0 failed")
 
 # Install into the stage once, before any consumer test.
 add_test(NAME install_into_stage
@@ -178,6 +187,8 @@ if(NOT CMWQ_SANITIZE)
     ${PROJECT_SOURCE_DIR}/examples/kernel_style.c "")
   cmwq_pkg_config_test(installed_pkg_config_builds_c_api_with_werror_and_passes
     ${CMAKE_CURRENT_LIST_DIR}/c_api.c "[1-9][0-9]* passed, 0 failed")
+  cmwq_pkg_config_test(installed_pkg_config_builds_kernel_timers_with_werror_and_passes
+    ${CMAKE_CURRENT_LIST_DIR}/kernel_timers.c "[1-9][0-9]* passed, 0 failed")
   cmwq_pkg_config_test(installed_pkg_config_builds_cxx_fanout_and_runs
     ${PROJECT_SOURCE_DIR}/examples/cxx_fanout.cpp "total [0-9]+, 1 failed")
   cmwq_pkg_config_test(installed_pkg_config_builds_cxx_periodic_and_runs
@@ -209,6 +220,9 @@ list(APPEND cmwq_public_headers cmwq/version.h) # generated
 if(NOT CMWQ_HAVE_BOOST_ASIO) # tests/CMakeLists.txt looked for it
   list(REMOVE_ITEM cmwq_public_headers cmwq/asio.hpp)
 endif()
+# <cmwq/urcu.h> needs a liburcu flavour included before it (test_rcu_work
+# compiles it that way).
+list(REMOVE_ITEM cmwq_public_headers cmwq/urcu.h)
 set(cmwq_header_flags -Wall -Wextra -Wpedantic -Werror -fsyntax-only
   -I${PROJECT_SOURCE_DIR}/include -I${PROJECT_BINARY_DIR}/include)
 set(cmwq_header_commands)

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <cmwq/linux/cpumask.h>
 
@@ -74,13 +75,30 @@ struct work_struct {
 	const char *name;
 };
 
-/* Timer of a delayed work: CLOCK_MONOTONIC deadline in nanoseconds. */
+/*
+ * A timer (the kernel's struct timer_list; the API is <cmwq/linux/timer.h>):
+ * the first three fields are the kernel's. Callbacks run on cmwq's timer
+ * thread. Delayed work embeds one.
+ */
 struct timer_list {
-	uint64_t expires_ns;     /* T: timer lock */
-	int heap_index;          /* T: -1 when not armed */
-	unsigned int flags;
+	unsigned long expires;   /* jiffies: what add_timer() arms it for */
 	void (*function)(struct timer_list *);
+	unsigned int flags;      /* TIMER_* (accepted; all behave alike) */
+	int heap_index;          /* T: timer lock; -1 when not armed */
+	uint64_t expires_ns;     /* T: CLOCK_MONOTONIC deadline */
 };
+
+/* The kernel's timer flags: accepted and kept; deferrable, pinned and
+ * irqsafe timers behave as normal timers here (one timer thread). */
+#define TIMER_CPUMASK 0x0003FFFF
+#define TIMER_MIGRATING 0x00040000
+#define TIMER_BASEMASK (TIMER_CPUMASK | TIMER_MIGRATING)
+#define TIMER_DEFERRABLE 0x00080000
+#define TIMER_PINNED 0x00100000
+#define TIMER_IRQSAFE 0x00200000
+#define TIMER_INIT_FLAGS (TIMER_DEFERRABLE | TIMER_PINNED | TIMER_IRQSAFE)
+
+#define __TIMER_INITIALIZER(_function, _flags) { 0, (_function), (_flags), -1, 0 }
 
 struct delayed_work {
 	struct work_struct work;
@@ -101,10 +119,13 @@ enum {
 	WORK_NR_COLORS = 1 << WORK_STRUCT_COLOR_BITS,
 	WORK_OFFQ_FLAG_SHIFT = WORK_STRUCT_FLAG_BITS,
 	WORK_OFFQ_BH_BIT = WORK_OFFQ_FLAG_SHIFT,
+	WORK_OFFQ_FLAG_END = WORK_OFFQ_BH_BIT + 1,
+	WORK_OFFQ_FLAG_BITS = WORK_OFFQ_FLAG_END - WORK_OFFQ_FLAG_SHIFT,
 	WORK_OFFQ_DISABLE_SHIFT = WORK_OFFQ_FLAG_SHIFT + 1,
 	WORK_OFFQ_DISABLE_BITS = 16,
 	WORK_OFFQ_POOL_SHIFT = WORK_OFFQ_DISABLE_SHIFT + WORK_OFFQ_DISABLE_BITS,
 	WORK_OFFQ_POOL_BITS = 31,
+	WORK_OFFQ_LEFT = 64 - WORK_OFFQ_POOL_SHIFT,
 };
 
 #define WORK_STRUCT_PENDING (1UL << WORK_STRUCT_PENDING_BIT)
@@ -113,6 +134,19 @@ enum {
 #define WORK_STRUCT_LINKED (1UL << WORK_STRUCT_LINKED_BIT)
 #define WORK_OFFQ_POOL_NONE ((1UL << WORK_OFFQ_POOL_BITS) - 1)
 #define WORK_STRUCT_NO_POOL (WORK_OFFQ_POOL_NONE << WORK_OFFQ_POOL_SHIFT)
+/* The kernel's STATIC bit exists only under CONFIG_DEBUG_OBJECTS_WORK; here
+ * cmwq.debug_objects tracks items without a bit, so it is 0. */
+#define WORK_STRUCT_STATIC 0UL
+#define WORK_STRUCT_PWQ_MASK (~((1UL << WORK_STRUCT_PWQ_SHIFT) - 1))
+#define WORK_STRUCT_WQ_DATA_MASK WORK_STRUCT_PWQ_MASK
+#define WORK_OFFQ_BH (1UL << WORK_OFFQ_BH_BIT)
+#define WORK_OFFQ_FLAG_MASK (((1UL << WORK_OFFQ_FLAG_BITS) - 1) << WORK_OFFQ_FLAG_SHIFT)
+#define WORK_OFFQ_DISABLE_MASK (((1UL << WORK_OFFQ_DISABLE_BITS) - 1) << WORK_OFFQ_DISABLE_SHIFT)
+/* The state word as the kernel's bit operations take it (read-only here:
+ * changing bits behind the engine's back loses items). */
+#define work_data_bits(work) ((unsigned long *)(&(work)->data))
+#define WORK_DATA_INIT() (WORK_STRUCT_NO_POOL)
+#define WORK_DATA_STATIC_INIT() (WORK_STRUCT_NO_POOL | WORK_STRUCT_STATIC)
 
 #define WORK_BUSY_PENDING 1
 #define WORK_BUSY_RUNNING 2
@@ -122,12 +156,16 @@ enum {
 
 #define __WORK_INITIALIZER(n, f) \
 	{ WORK_STRUCT_NO_POOL, { &(n).entry, &(n).entry }, (f), NULL }
-#define __DELAYED_WORK_INITIALIZER(n, f) \
-	{ __WORK_INITIALIZER((n).work, (f)), { 0, -1, 0, NULL }, NULL, WORK_CPU_UNBOUND }
+/* The timer function of every delayed work (the kernel exports it too). */
+void delayed_work_timer_fn(struct timer_list *t);
+
+#define __DELAYED_WORK_INITIALIZER(n, f, tflags) \
+	{ __WORK_INITIALIZER((n).work, (f)), __TIMER_INITIALIZER(delayed_work_timer_fn, (tflags)), NULL, \
+	  WORK_CPU_UNBOUND }
 
 #define DECLARE_WORK(n, f) struct work_struct n = __WORK_INITIALIZER(n, f)
 #define DECLARE_DELAYED_WORK(n, f) \
-	struct delayed_work n = __DELAYED_WORK_INITIALIZER(n, f)
+	struct delayed_work n = __DELAYED_WORK_INITIALIZER(n, f, 0)
 
 /*
  * cmwq.debug_objects=1 (the kernel's CONFIG_DEBUG_OBJECTS_WORK): the library
@@ -157,27 +195,42 @@ static inline void cmwq_init_work(struct work_struct *w, work_func_t f)
 	cmwq_init_work_fields(w, f);
 }
 
-static inline void cmwq_init_delayed_work(struct delayed_work *dw, work_func_t f)
+static inline void cmwq_init_delayed_work_flags(struct delayed_work *dw, work_func_t f, unsigned int tflags)
 {
 	if (__atomic_load_n(&cmwq_debug_objects, __ATOMIC_RELAXED) && cmwq_debug_init_work(&dw->work))
 		return;
 	cmwq_init_work_fields(&dw->work, f);
-	dw->timer.expires_ns = 0;
+	dw->timer.expires = 0;
+	dw->timer.function = delayed_work_timer_fn;
+	dw->timer.flags = tflags;
 	dw->timer.heap_index = -1;
-	dw->timer.flags = 0;
-	dw->timer.function = NULL;
+	dw->timer.expires_ns = 0;
 	dw->wq = NULL;
 	dw->cpu = WORK_CPU_UNBOUND;
 }
+#define cmwq_init_delayed_work(dw, f) cmwq_init_delayed_work_flags((dw), (f), 0)
+
+/* lockdep's key type: accepted and ignored. */
+struct lock_class_key {
+	char cmwq_unused;
+};
 
 #define INIT_WORK(w, f) cmwq_init_work((w), (f))
 #define INIT_WORK_ONSTACK(w, f) cmwq_init_work((w), (f))
-#define INIT_DELAYED_WORK(dw, f) cmwq_init_delayed_work((dw), (f))
-#define INIT_DELAYED_WORK_ONSTACK(dw, f) cmwq_init_delayed_work((dw), (f))
-#define INIT_DEFERRABLE_WORK(dw, f) cmwq_init_delayed_work((dw), (f))
-/* Deferrable timers behave as normal timers here (no idle CPUs to spare). */
-#define INIT_DEFERRABLE_WORK_ONSTACK(dw, f) cmwq_init_delayed_work((dw), (f))
-#define DECLARE_DEFERRABLE_WORK(n, f) DECLARE_DELAYED_WORK(n, f)
+/* The kernel's lower-level forms: on-stack and lockdep keys change nothing. */
+#define __INIT_WORK_KEY(w, f, onstack, key) ((void)(onstack), (void)(key), cmwq_init_work((w), (f)))
+#define __INIT_WORK(w, f, onstack) __INIT_WORK_KEY((w), (f), (onstack), NULL)
+#define INIT_WORK_ONSTACK_KEY(w, f, key) __INIT_WORK_KEY((w), (f), 1, (key))
+#define __INIT_DELAYED_WORK(dw, f, tflags) cmwq_init_delayed_work_flags((dw), (f), (tflags))
+#define __INIT_DELAYED_WORK_ONSTACK(dw, f, tflags) cmwq_init_delayed_work_flags((dw), (f), (tflags))
+#define INIT_DELAYED_WORK(dw, f) __INIT_DELAYED_WORK((dw), (f), 0)
+#define INIT_DELAYED_WORK_ONSTACK(dw, f) __INIT_DELAYED_WORK_ONSTACK((dw), (f), 0)
+/* Deferrable timers behave as normal timers here (TIMER_DEFERRABLE is kept
+ * in timer.flags; one timer thread, no idle CPUs to spare). */
+#define INIT_DEFERRABLE_WORK(dw, f) __INIT_DELAYED_WORK((dw), (f), TIMER_DEFERRABLE)
+#define INIT_DEFERRABLE_WORK_ONSTACK(dw, f) __INIT_DELAYED_WORK_ONSTACK((dw), (f), TIMER_DEFERRABLE)
+#define DECLARE_DEFERRABLE_WORK(n, f) \
+	struct delayed_work n = __DELAYED_WORK_INITIALIZER(n, f, TIMER_DEFERRABLE)
 /* The work_struct (or delayed_work) containing a field, from the work
  * pointer a work function gets (the tasklet-to-BH conversions' helper). */
 #define from_work(var, callback_work, work_fieldname) \
@@ -262,6 +315,10 @@ struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags,
 #define alloc_ordered_workqueue(fmt, flags, ...) \
 	alloc_workqueue(fmt, WQ_UNBOUND | __WQ_ORDERED | (flags), 1, ##__VA_ARGS__)
 /* The lockdep-map variants: the map is accepted and ignored (no lockdep). */
+/* The memory-allocation-profiling names (the kernel's *_noprof). */
+#define alloc_workqueue_noprof(fmt, flags, max_active, ...) \
+	alloc_workqueue(fmt, (flags), (max_active), ##__VA_ARGS__)
+#define alloc_workqueue_attrs_noprof() alloc_workqueue_attrs()
 #define alloc_workqueue_lockdep_map(fmt, flags, max_active, lockdep_map, ...) \
 	((void)(lockdep_map), alloc_workqueue(fmt, (flags), (max_active), ##__VA_ARGS__))
 #define alloc_ordered_workqueue_lockdep_map(fmt, flags, lockdep_map, ...) \
@@ -377,6 +434,47 @@ static inline bool enable_and_queue_work(struct workqueue_struct *wq, struct wor
 	return false;
 }
 
+/* ---- rcu_work and execute_work ------------------------------------------ */
+
+/*
+ * A work item queued after an RCU grace period. The grace period comes from
+ * the program's RCU: cmwq_set_rcu_synchronize() registers a function that
+ * waits for one (liburcu's synchronize_rcu; <cmwq/urcu.h> does it with
+ * cmwq_use_urcu()). Waits are batched: one grace period serves every item
+ * queued while the previous one ran. Without a registered function there are
+ * no readers cmwq knows of, so queue_rcu_work waits for none: it queues at
+ * once and says so once. (The kernel's struct rcu_work also has a
+ * struct rcu_head member; cmwq keeps its list elsewhere.)
+ */
+struct rcu_work {
+	struct work_struct work;
+	struct workqueue_struct *wq;
+	struct rcu_work *cmwq_next; /* cmwq: the grace-period list */
+};
+#define INIT_RCU_WORK(_work, _func) INIT_WORK(&(_work)->work, (_func))
+#define INIT_RCU_WORK_ONSTACK(_work, _func) INIT_WORK_ONSTACK(&(_work)->work, (_func))
+static inline struct rcu_work *to_rcu_work(struct work_struct *work)
+{
+	return container_of(work, struct rcu_work, work);
+}
+/* Registers the grace-period wait (NULL: none). May be called again to
+ * change it; items already waiting use the new one. Returns 0. */
+int cmwq_set_rcu_synchronize(void (*synchronize)(void));
+/* false if already pending; else true, and rwork->work is queued on wq once
+ * a grace period that started after this call has ended. */
+bool queue_rcu_work(struct workqueue_struct *wq, struct rcu_work *rwork);
+/* Waits for the grace period (when pending) and then for the work: true if
+ * it waited. */
+bool flush_rcu_work(struct rcu_work *rwork);
+
+/* SCSI's helper: fn(&ew->work) at once, returning 0, unless called from a
+ * timer callback (the kernel's interrupt context), where it queues fn on
+ * system_percpu_wq and returns 1. */
+struct execute_work {
+	struct work_struct work;
+};
+int execute_in_process_context(work_func_t fn, struct execute_work *ew);
+
 /* ---- introspection and tuning -------------------------------------------- */
 
 unsigned int work_busy(struct work_struct *work);
@@ -393,6 +491,25 @@ __printf(1, 2) void set_worker_desc(const char *fmt, ...);
 /* Prints the state dump (busy workqueues and pools) to stderr. */
 void show_all_workqueues(void);
 void show_one_workqueue(struct workqueue_struct *wq);
+/* The state dump limited to WQ_FREEZABLE workqueues (the freezer's report). */
+void show_freezable_workqueues(void);
+/* Exposes an unbound, non-ordered workqueue's attributes as WQ_SYSFS does
+ * (wqctl, the control endpoint): 0, -EEXIST if already exposed, -EINVAL for
+ * an ordered one. */
+int workqueue_sysfs_register(struct workqueue_struct *wq);
+
+/*
+ * Threads as the kernel's task_struct: an opaque handle for a thread id
+ * (cmwq_task_of(tid), cmwq_current_task()). wq_worker_comm writes the
+ * thread's name, plus "+<description or workqueue>" while a worker runs an
+ * item (the kernel's ps form). print_worker_info logs "<log_lvl>Workqueue:
+ * <wq> <item> (<desc>)" for a worker running an item, else nothing.
+ */
+struct task_struct;
+struct task_struct *cmwq_task_of(pid_t tid);
+struct task_struct *cmwq_current_task(void);
+void wq_worker_comm(char *buf, size_t size, struct task_struct *task);
+void print_worker_info(const char *log_lvl, struct task_struct *task);
 void wq_watchdog_touch(int cpu);
 
 /*

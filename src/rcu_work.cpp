@@ -1,0 +1,159 @@
+// rcu_work.cpp - queue_rcu_work and flush_rcu_work over a grace-period
+// function the program registers (liburcu's synchronize_rcu, usually).
+//
+// One ordered workqueue runs a grace-period item: it takes every rcu_work
+// waiting, waits for one grace period, queues them all, and runs again if
+// more arrived meanwhile. So concurrent callers share grace periods, and the
+// engine itself never depends on an RCU library.
+#include "engine.h"
+
+using namespace cmwq::detail;
+
+namespace {
+
+struct rcu_state {
+	mutex lock;
+	rcu_work *waiting = nullptr;   // lock: queued since the running batch took its list
+	rcu_work *batch = nullptr;     // lock: the list the running grace period serves
+	bool scheduled = false;        // lock: the grace-period item is queued or running
+	std::atomic<void (*)(void)> sync{nullptr};
+	workqueue_struct *wq = nullptr; // lock: created on first use
+	work_struct gp;
+};
+
+rcu_state &rs()
+{
+	static rcu_state *s = [] {
+		auto *st = new rcu_state; // never freed: items may wait while the program exits
+		return st;
+	}();
+	return *s;
+}
+
+bool listed(rcu_work *head, const rcu_work *r)
+{
+	for (; head; head = head->cmwq_next)
+		if (head == r)
+			return true;
+	return false;
+}
+
+void gp_fn(work_struct *)
+{
+	auto &s = rs();
+	rcu_work *list;
+	{
+		lock_guard lk(s.lock);
+		list = s.batch = s.waiting;
+		s.waiting = nullptr;
+	}
+	if (auto sync = s.sync.load())
+		sync();
+	bool again;
+	rcu_work *rev = nullptr;
+	{
+		// Under the lock: flush_rcu_work walks the batch's links.
+		lock_guard lk(s.lock);
+		while (list) { // oldest first: the list was pushed at the head
+			rcu_work *n = list->cmwq_next;
+			list->cmwq_next = rev;
+			rev = list;
+			list = n;
+		}
+		s.batch = nullptr;
+		again = s.waiting != nullptr;
+		s.scheduled = again;
+	}
+	while (rev) {
+		rcu_work *n = rev->cmwq_next;
+		rev->cmwq_next = nullptr;
+		do_queue_work(WORK_CPU_UNBOUND, rev->wq, &rev->work);
+		rev = n;
+	}
+	if (again)
+		(void)queue_work(s.wq, &s.gp);
+}
+
+} // namespace
+
+extern "C" {
+
+int cmwq_set_rcu_synchronize(void (*synchronize)(void))
+{
+	rs().sync.store(synchronize);
+	return 0;
+}
+
+bool queue_rcu_work(workqueue_struct *wq, rcu_work *rwork)
+{
+	if (!wq && null_arg("queue_rcu_work", "wq"))
+		return false;
+	if (!rwork && null_arg("queue_rcu_work", "rwork"))
+		return false;
+	if (!rwork->work.func) {
+		warn_once_msg("rcu-nofunc", "cmwq: queue_rcu_work(): the rcu_work has no function (never "
+					    "initialised with INIT_RCU_WORK?); not queued");
+		return false;
+	}
+	if (test_and_set_pending(&rwork->work))
+		return false;
+	rwork->wq = wq;
+	auto &s = rs();
+	if (!s.sync.load()) {
+		warn_once_msg("rcu-none", "cmwq: queue_rcu_work() with no grace-period function registered "
+					  "(cmwq_set_rcu_synchronize, or cmwq_use_urcu() from <cmwq/urcu.h>): there "
+					  "are no RCU readers cmwq knows of, so it queues at once");
+		do_queue_work(WORK_CPU_UNBOUND, wq, &rwork->work);
+		return true;
+	}
+	bool kick;
+	workqueue_struct *gwq;
+	{
+		lock_guard lk(s.lock);
+		if (!s.wq) {
+			s.wq = alloc_workqueue("cmwq_rcu_gp", WQ_UNBOUND | __WQ_ORDERED | WQ_MEM_RECLAIM, 1);
+			INIT_WORK(&s.gp, gp_fn);
+			cmwq_set_work_name(&s.gp, "cmwq_rcu_grace_period");
+		}
+		if (!s.wq) {
+			// Cannot wait here (we may be in a reader); queue now and say so.
+			warn_once_msg("rcu-nowq", "cmwq: queue_rcu_work(): cannot create the grace-period "
+						  "workqueue; queueing without waiting");
+			gwq = nullptr;
+			kick = false;
+		} else {
+			rwork->cmwq_next = s.waiting;
+			s.waiting = rwork;
+			kick = !s.scheduled;
+			s.scheduled = true;
+			gwq = s.wq;
+		}
+	}
+	if (!gwq)
+		do_queue_work(WORK_CPU_UNBOUND, wq, &rwork->work);
+	else if (kick)
+		(void)queue_work(gwq, &s.gp);
+	return true;
+}
+
+bool flush_rcu_work(rcu_work *rwork)
+{
+	if (!rwork && null_arg("flush_rcu_work", "rwork"))
+		return false;
+	auto &s = rs();
+	bool waited = false;
+	for (;;) {
+		bool in_gp;
+		{
+			lock_guard lk(s.lock);
+			in_gp = listed(s.waiting, rwork) || listed(s.batch, rwork);
+		}
+		if (!in_gp)
+			break;
+		waited = true;
+		(void)flush_work(&s.gp);
+	}
+	return flush_work(&rwork->work) || waited;
+}
+
+} // extern "C"
