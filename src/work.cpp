@@ -501,6 +501,13 @@ bool mod_delayed_work_on(int cpu, workqueue_struct *wq, delayed_work *dwork, uns
 
 bool schedule_work_on(int cpu, work_struct *work) { return queue_work_on(cpu, system_percpu_wq, work); }
 bool schedule_work(work_struct *work) { return queue_work(system_percpu_wq, work); }
+void cmwq_flush_scheduled_work(void)
+{
+	warn_once_msg("flush-scheduled-work",
+		      "workqueue: flush_scheduled_work(): flushing system-wide workqueues will be prohibited in "
+		      "near future; flush the work items or use a workqueue of your own");
+	__flush_workqueue(system_percpu_wq);
+}
 bool schedule_delayed_work_on(int cpu, delayed_work *dw, unsigned long delay)
 {
 	return queue_delayed_work_on(cpu, system_percpu_wq, dw, delay);

@@ -56,7 +56,7 @@ TEST(kernel_names, from_work_deferrable_work_on_cpu_safe_and_flush_scheduled_wor
 	holder h;
 	h.value = 42;
 	INIT_WORK(&h.work, from_work_fn);
-	queue_work(system_wq, &h.work);
+	schedule_work(&h.work); // system_percpu_wq, which flush_scheduled_work flushes
 	flush_scheduled_work();
 	EXPECT_EQ(seen.load(), 42);
 

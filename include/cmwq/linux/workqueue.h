@@ -405,9 +405,11 @@ long work_on_cpu(int cpu, long (*fn)(void *), void *arg);
 /* May sleep. true if it waited for an instance, false if the item was idle. */
 bool flush_work(struct work_struct *work);
 bool flush_delayed_work(struct delayed_work *dwork);
-/* Legacy: flushes system_wq (the kernel warns against new users; so do we:
- * prefer flushing the items or a workqueue of one's own). */
-#define flush_scheduled_work() flush_workqueue(system_wq)
+/* Legacy: flushes system_percpu_wq, where schedule_work() queues, after one
+ * warning (the kernel warns against new users too: flush the items, or a
+ * workqueue of one's own). */
+void cmwq_flush_scheduled_work(void);
+#define flush_scheduled_work() cmwq_flush_scheduled_work()
 /* May sleep. Waits for every item queued before the call. */
 void __flush_workqueue(struct workqueue_struct *wq);
 #define flush_workqueue(wq) __flush_workqueue(wq)
