@@ -474,6 +474,15 @@ bool current_is_workqueue_rescuer(void)
 	return w && w->rescuer && w->current_work;
 }
 
+bool current_is_workqueue_mem_reclaim(void)
+{
+	worker *w = tl_worker;
+	if (!w || !w->current_pwq)
+		return false;
+	unsigned f = w->current_pwq->wq->flags;
+	return (f & (WQ_MEM_RECLAIM | __WQ_LEGACY)) == WQ_MEM_RECLAIM;
+}
+
 void cmwq_blocking_begin(void)
 {
 	worker *w = tl_worker;

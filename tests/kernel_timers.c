@@ -284,6 +284,17 @@ static void initialisers_and_constants(void)
 /* ---- wq_worker_comm and print_worker_info ----------------------------------------- */
 
 static char comm_in_item[64];
+static atomic_int reclaim_seen = -1, plain_seen = -1;
+static void reclaim_fn(struct work_struct *work)
+{
+	(void)work;
+	atomic_store(&reclaim_seen, current_is_workqueue_mem_reclaim());
+}
+static void plain_reclaim_fn(struct work_struct *work)
+{
+	(void)work;
+	atomic_store(&plain_seen, current_is_workqueue_mem_reclaim());
+}
 static void describe_fn(struct work_struct *work)
 {
 	(void)work;
@@ -303,6 +314,18 @@ static void worker_comm(void)
 	CHECK(strstr(comm_in_item, "+disk7") != NULL);
 	wq_worker_comm(main_comm, sizeof(main_comm), cmwq_current_task());
 	CHECK(strchr(main_comm, '+') == NULL); /* not a worker */
+
+	struct workqueue_struct *rwq = alloc_workqueue("reclaimer", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+	struct work_struct r, p;
+	INIT_WORK(&r, reclaim_fn);
+	INIT_WORK(&p, plain_reclaim_fn);
+	queue_work(rwq, &r);
+	queue_work(system_dfl_wq, &p);
+	flush_work(&r);
+	flush_work(&p);
+	CHECK(atomic_load(&reclaim_seen) == 1 && atomic_load(&plain_seen) == 0);
+	CHECK(!current_is_workqueue_mem_reclaim());
+	destroy_workqueue(rwq);
 }
 
 int main(void)

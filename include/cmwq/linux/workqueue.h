@@ -482,6 +482,9 @@ int execute_in_process_context(work_func_t fn, struct execute_work *ew);
 unsigned int work_busy(struct work_struct *work);
 struct work_struct *current_work(void);
 bool current_is_workqueue_rescuer(void);
+/* true in an item of a WQ_MEM_RECLAIM workqueue that is not a legacy one
+ * (create_workqueue & co): where flushing a !WQ_MEM_RECLAIM one warns. */
+bool current_is_workqueue_mem_reclaim(void);
 bool workqueue_congested(int cpu, struct workqueue_struct *wq);
 void workqueue_set_max_active(struct workqueue_struct *wq, int max_active);
 void workqueue_set_min_active(struct workqueue_struct *wq, int min_active);
