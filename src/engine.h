@@ -302,6 +302,13 @@ bool check_flush_dependency(workqueue_struct *target, work_struct *target_work);
 // Context: a fork child, every engine lock held. A dropped timer: if it was
 // a delayed work's, the item is idle again (not pending).
 void forget_delayed_work_timer(timer_list *t);
+// Context: a fork child. An item whose PENDING the parent owned (off any
+// queue) becomes idle, keeping its pool id and disable depth.
+void forget_pending(work_struct *w);
+// rcu_work.cpp: the list lock around fork; the child forgets the parent's
+// waiting items (idle again) and grace-period state.
+void rcu_fork_lock();
+void rcu_fork_unlock(bool child);
 
 // ---- rescuer.cpp ------------------------------------------------------------
 

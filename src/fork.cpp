@@ -59,11 +59,13 @@ void fork_prepare() NO_THREAD_SAFETY_ANALYSIS
 	hog_fork_lock();
 	warn_fork_lock();
 	log_fork_lock();
+	rcu_fork_lock(); // a leaf: no lock is taken under it
 }
 
 void fork_unlock(bool child) NO_THREAD_SAFETY_ANALYSIS
 {
 	auto &h = held();
+	rcu_fork_unlock(child);
 	log_fork_unlock();
 	warn_fork_unlock();
 	hog_fork_unlock();

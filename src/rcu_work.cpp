@@ -76,6 +76,27 @@ void gp_fn(work_struct *)
 
 } // namespace
 
+void cmwq::detail::rcu_fork_lock() NO_THREAD_SAFETY_ANALYSIS { rs().lock.lock(); }
+
+void cmwq::detail::rcu_fork_unlock(bool child) NO_THREAD_SAFETY_ANALYSIS
+{
+	auto &s = rs();
+	if (child) {
+		// The parent's grace period and its waiting items are the
+		// parent's: idle here, so the child may queue them again.
+		for (rcu_work *l : {s.waiting, s.batch})
+			for (rcu_work *r = l; r;) {
+				rcu_work *n = r->cmwq_next;
+				r->cmwq_next = nullptr;
+				forget_pending(&r->work);
+				r = n;
+			}
+		s.waiting = s.batch = nullptr;
+		s.scheduled = false;
+	}
+	s.lock.unlock();
+}
+
 extern "C" {
 
 int cmwq_set_rcu_synchronize(void (*synchronize)(void))

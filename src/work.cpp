@@ -139,7 +139,11 @@ void forget_delayed_work_timer(timer_list *t)
 {
 	if (t->function != delayed_work_timer_fn)
 		return;
-	work_struct *w = &container_of(t, delayed_work, timer)->work;
+	forget_pending(&container_of(t, delayed_work, timer)->work);
+}
+
+void forget_pending(work_struct *w)
+{
 	unsigned long data = work_data(w);
 	__atomic_store_n(&w->data, make_offq(offq_pool(data), offq_depth(data), data & (1UL << WORK_OFFQ_BH_BIT)),
 			 __ATOMIC_RELEASE);
