@@ -37,6 +37,12 @@ struct peer_desc {
 	const char *label;       // what the table prints
 	bool limit;              // a physical-limit reference (kernel protocol only)
 	std::unique_ptr<executor> (*make)(const peer_config &);
+	// The pool size a user gets by default for this many CPUs (what the
+	// peer's documentation gives), or null for the limits (one consumer).
+	int (*default_threads)(int cpus) = nullptr;
+	// Whether the size can be chosen per pool in one process (libuv's is
+	// read once from UV_THREADPOOL_SIZE).
+	bool sizable = true;
 };
 
 // Peers compiled into this binary, in table order.

@@ -8,6 +8,8 @@
 // names peers whose library was missing at build time so the run says so.
 #include "executor.hpp"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
@@ -160,22 +162,37 @@ std::unique_ptr<executor> make_spin(const peer_config &cfg)
 	return std::make_unique<dedicated_consumers>(cfg, consumer_wait::spin, false);
 }
 
+namespace {
+// Default sizes: oneTBB's arena and a GLib pool sized as its documentation's
+// examples do (g_get_num_processors) take one thread per CPU; Boost.Asio's
+// thread_pool() takes 2 per CPU; libuv's pool is UV_THREADPOOL_SIZE, 4
+// unless set.
+int one_per_cpu(int cpus) { return cpus; }
+int two_per_cpu(int cpus) { return 2 * cpus; }
+int libuv_size(int)
+{
+	const char *e = getenv("UV_THREADPOOL_SIZE");
+	int n = e ? atoi(e) : 0;
+	return n > 0 ? n : 4;
+}
+} // namespace
+
 std::vector<peer_desc> available_peers()
 {
 	std::vector<peer_desc> v;
 #ifdef WQB_HAVE_TBB
-	v.push_back({"tbb", "oneTBB task_arena::enqueue", false, make_tbb});
+	v.push_back({"tbb", "oneTBB task_arena::enqueue", false, make_tbb, one_per_cpu});
 #endif
 #ifdef WQB_HAVE_ASIO
-	v.push_back({"asio", "Boost.Asio thread_pool+post", false, make_asio});
+	v.push_back({"asio", "Boost.Asio thread_pool+post", false, make_asio, two_per_cpu});
 #endif
 #ifdef WQB_HAVE_LIBUV
-	v.push_back({"libuv", "libuv uv_queue_work", false, make_libuv});
+	v.push_back({"libuv", "libuv uv_queue_work", false, make_libuv, libuv_size, false});
 #endif
 #ifdef WQB_HAVE_GLIB
-	v.push_back({"glib", "GLib GThreadPool", false, make_glib});
+	v.push_back({"glib", "GLib GThreadPool", false, make_glib, one_per_cpu});
 #endif
-	v.push_back({"naive", "naive mutex+condvar pool", false, make_naive});
+	v.push_back({"naive", "naive mutex+condvar pool", false, make_naive, one_per_cpu});
 	v.push_back({"futex_same_cpu", "limit: futex consumer, same CPU", true, make_futex_same_cpu});
 	v.push_back({"futex_other_cpu", "limit: futex consumer, other CPU", true, make_futex_other_cpu});
 	v.push_back({"spin", "limit: spinning consumer, other CPU", true, make_spin});

@@ -482,6 +482,7 @@ struct bench {
 	std::string cur_shard_size;
 	std::string orig_wake;
 	std::vector<series> all;
+	std::map<std::string, std::vector<std::string>> notes; // per protocol, printed under its table
 	int failures = 0;
 	std::string load_start; // load average when measuring began
 
@@ -562,21 +563,51 @@ struct bench {
 
 	void add(series s) { all.push_back(std::move(s)); }
 
+	// A peer at its default size (threads = 0) or at `threads`; the label
+	// says how many threads its pool has.
+	peer_config peer_cfg(const peer_desc &p, int threads) const
+	{
+		peer_config c = pcfg;
+		if (threads)
+			c.pool_threads = threads;
+		else if (p.default_threads)
+			c.pool_threads = p.default_threads(static_cast<int>(usable.size()));
+		return c;
+	}
+	std::string peer_label(const peer_desc &p, int threads) const
+	{
+		if (!p.default_threads)
+			return p.label;
+		return std::string(p.label) + " (" + std::to_string(peer_cfg(p, threads).pool_threads) + " threads)";
+	}
+
 	// One series per chosen peer (not the limits) for a protocol: run(ex,
 	// what) measures one executor and returns that protocol's result.
+	// threads: 0 for each peer's default size, else that size for every
+	// peer that can take it (the others get a row saying why not).
 	template <class Run>
-	void add_peer_series(const char *protocol, const char *what_prefix, Run run, const char *hints_tag = nullptr)
+	void add_peer_series(const char *protocol, const char *what_prefix, Run run, const char *hints_tag = nullptr,
+			     int threads = 0)
 	{
 		for (auto &p : chosen_peers(false)) {
-			series ps{protocol, p.label};
+			series ps{protocol, peer_label(p, threads)};
 			ps.tags["peer"] = p.name;
 			ps.tags["impl"] = p.label;
+			ps.ntags["pool_threads"] = peer_cfg(p, threads).pool_threads;
 			if (hints_tag)
 				ps.tags["hints"] = hints_tag;
+			if (threads && !p.sizable) {
+				notes[protocol].push_back(std::string(p.label) + " at " + std::to_string(threads) +
+							  " threads: not measured (its pool size is read once per "
+							  "process; run wq_bench with UV_THREADPOOL_SIZE=" +
+							  std::to_string(threads) + " for it)");
+				continue;
+			}
 			auto make = p.make;
 			std::string what = std::string(what_prefix) + ", peer " + p.name;
-			ps.job = [this, run, make, what](metrics &m, std::string &err, series &se) {
-				auto ex = make(pcfg);
+			peer_config cfg = peer_cfg(p, threads);
+			ps.job = [run, make, what, cfg](metrics &m, std::string &err, series &se) {
+				auto ex = make(cfg);
 				auto r = run(*ex, what);
 				m = from(r);
 				if constexpr (requires { r.timeline; })
@@ -706,7 +737,8 @@ struct bench {
 				add(std::move(s));
 			}
 			for (auto &p : chosen_peers(true)) {
-				series s{"kernel_peer", p.label};
+				series s{"kernel_peer", peer_label(p, 0)};
+				s.ntags["pool_threads"] = peer_cfg(p, 0).pool_threads;
 				s.tags["peer"] = p.name;
 				s.tags["impl"] = p.label;
 				auto make = p.make;
@@ -717,8 +749,9 @@ struct bench {
 					continue;
 				}
 				std::string name = p.name;
-				s.job = [this, make, name](metrics &m, std::string &err, series &) {
-					auto ex = make(pcfg);
+				peer_config cfg = peer_cfg(p, 0);
+				s.job = [this, make, name, cfg](metrics &m, std::string &err, series &) {
+					auto ex = make(cfg);
 					auto r = run_kernel(*ex, kcfg(), "kernel protocol, peer " + name);
 					m = from(r);
 					if (!r.ok)
@@ -809,6 +842,12 @@ struct bench {
 			add_peer_series(
 				"blocking", "blocking protocol",
 				[b](executor &ex, const std::string &what) { return run_blocking(ex, b, what); }, "no");
+			// The same at 32 threads: what a user who sizes a pool for
+			// blocking work pays in threads.
+			add_peer_series(
+				"blocking", "blocking protocol (32 threads)",
+				[b](executor &ex, const std::string &what) { return run_blocking(ex, b, what); }, "no",
+				32);
 		}
 		if (o.ab_detect)
 			plan_detect();
@@ -1153,6 +1192,11 @@ void print_tables(const bench &b, const std::string &cmdline)
 				    s->med("workers"), s->med("peak_threads"), s->first("wall_ms"),
 				    s->first("peak_threads"), spread_note(*s, "wall_ms", o.repeat).c_str());
 		}
+		if (b.notes.count("blocking"))
+			for (auto &n : b.notes.at("blocking"))
+				std::printf("(%s)\n", n.c_str());
+		std::printf("(peers at their default size, then every sizable peer at 32 threads; "
+			    "peak_threads counts the whole process)\n");
 	}
 	if (o.protocols.count("regression")) {
 		std::printf("\nregression (2023 max_active report): %d items queued from CPU %d, each "

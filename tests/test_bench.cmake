@@ -211,7 +211,7 @@ wq_bench_test(vs_puts_every_built_peer_and_the_limits_beside_cmwq
   ARGS "${_wqb_tiny} --scopes cache_shard --vs"
   STDOUT "peers, kernel protocol; ratio = peer items/sec / cmwq cache_shard"
          "\ncmwq cache_shard +${_wqb_num} +1.00x"
-         "\nnaive mutex\\+condvar pool +${_wqb_num} +[0-9.]+x"
+         "\nnaive mutex\\+condvar pool \\([0-9]+ threads\\) +${_wqb_num} +[0-9.]+x"
          "\nlimit: futex consumer, same CPU +${_wqb_num} +[0-9.]+x"
          "goals \\(issue 5")
 
