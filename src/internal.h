@@ -331,6 +331,9 @@ struct worker {
 	pid_t tid = 0;                   // I: set by the thread before its first L
 	uint64_t last_active_ns GUARDED_BY(pool->lock) = 0;     // L
 	bool kicked GUARDED_BY(pool->lock) = false;             // L: a wakeup is on its way
+	std::atomic<int> wake_cpu{-1}; // unbound: the CPU its last kick keeps it on, or -1 (set under L, read by the kicker)
+	std::atomic<int> narrowed{-1}; // unbound: the one CPU its affinity is narrowed to, -1 for the pool's CPUs;
+				       // changed only by the thread that kicked it, while it sleeps
 	bool rescuer = false;            // I
 	int last_cpu GUARDED_BY(pool->lock) = -1;               // L: CPU seen when it went idle
 	std::atomic<int> wake{0};        // A: 0 idle, 1 woken, 2 asleep in the futex
@@ -507,6 +510,7 @@ struct params_t {
 	std::atomic<unsigned long> timer_callback_warn_us{10000}; // a timer callback that runs longer is reported
 	std::atomic<bool> debug_force_rr_cpu{false};
 	std::atomic<bool> wake_under_lock{false};
+	std::atomic<bool> unbound_local_wake{true}; // keep a ping-pong item's worker on the queueing CPU
 	std::atomic<long> fail_worker_creation{0};
 	std::atomic<long> fail_thread_creation{0}; // timer, monitor, rescuer threads
 	std::atomic<unsigned> idle_spin_ns{0};

@@ -114,12 +114,13 @@ bool kick_pool(worker_pool *pool, deferred &d)
 	worker *w = container_of(pool->idle_list.next, worker, entry);
 	if (w->kicked)
 		return true;
+	int cpu = -1;
 	if (pool->cpu < 0) {
 		// Unbound pools: among the few most recently idle workers, prefer
 		// one that last ran on this CPU; waking it is a same-CPU wakeup,
 		// far cheaper than an IPI to another CPU (the scheduler's
 		// wake-affine choice, which user space has to make itself).
-		int cpu = sched_getcpu();
+		cpu = sched_getcpu();
 		int n = 0;
 		for (list_head *e = pool->idle_list.next; e != &pool->idle_list && n < 4; e = e->next, n++) {
 			worker *c = container_of(e, worker, entry);
@@ -130,6 +131,20 @@ bool kick_pool(worker_pool *pool, deferred &d)
 		}
 	}
 	w->kicked = true;
+	// An idle unbound pool given one item (a queue-and-wait round trip):
+	// the scheduler would put the woken worker on an idle CPU, since the
+	// queueing one is busy, but that CPU is about to idle while the other
+	// needs a cross-CPU wakeup. Keep the worker on the queueing CPU (within
+	// the pod, so affinity_strict holds); wake_worker narrows its affinity
+	// only when this choice changes, so a steady round trip costs no
+	// system call. Anything busier gets the pool's CPUs back.
+	int keep_on = -1;
+	if (pool->cpu < 0 && params().unbound_local_wake.load(std::memory_order_relaxed) && cpu >= 0 &&
+	    pool->nr_idle == pool->nr_workers && !list_empty(&pool->worklist) &&
+	    pool->worklist.next == pool->worklist.prev &&
+	    std::binary_search(pool->pod_cpus.begin(), pool->pod_cpus.end(), cpu))
+		keep_on = cpu;
+	w->wake_cpu.store(keep_on, std::memory_order_relaxed);
 	int last_cpu = w->last_cpu;
 	if (!pool->strict && last_cpu >= 0 &&
 	    !std::binary_search(pool->pod_cpus.begin(), pool->pod_cpus.end(), last_cpu)) {

@@ -254,6 +254,23 @@ void worker_wait_word(worker *w)
 
 void wake_worker(worker *w)
 {
+	// Unbound: narrow or widen the sleeping worker's affinity as its kick
+	// chose (kick_pool), only when that changes.
+	int want = w->wake_cpu.load(std::memory_order_relaxed);
+	if (w->pool->cpu < 0 && want != w->narrowed.load(std::memory_order_relaxed)) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		if (want >= 0 && want < CPU_SETSIZE) {
+			CPU_SET(want, &set);
+		} else {
+			for (int c : w->pool->cpus)
+				if (c < CPU_SETSIZE)
+					CPU_SET(c, &set);
+		}
+		pid_t tid = __atomic_load_n(&w->tid, __ATOMIC_ACQUIRE);
+		if (tid > 0 && sched_setaffinity(tid, sizeof(set), &set) == 0)
+			w->narrowed.store(want, std::memory_order_relaxed);
+	}
 	worker_wake_word(w);
 	w->pins.fetch_sub(1, std::memory_order_release);
 }
