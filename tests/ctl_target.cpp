@@ -50,7 +50,10 @@ int main(int argc, char **argv)
 	workqueue_struct *ub = alloc_workqueue("ctl_target_unbound", WQ_UNBOUND | WQ_SYSFS, 0);
 	workqueue_struct *pc =
 		alloc_workqueue("ctl_target_percpu", WQ_PERCPU | WQ_SYSFS | WQ_MEM_RECLAIM, 0);
-	if (!ub || !pc) {
+	// A name with a byte that is not UTF-8 and a line break: the tools' JSON
+	// must stay valid.
+	workqueue_struct *odd = alloc_workqueue("ctl_target_odd\xff\nx", WQ_UNBOUND, 0);
+	if (!ub || !pc || !odd) {
 		std::fprintf(stderr, "ctl_target: alloc_workqueue failed\n");
 		return 1;
 	}

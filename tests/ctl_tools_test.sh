@@ -118,6 +118,8 @@ wqctl)
 	expect_rc 2 "$wqctl" "$pid" frob
 	expect_rc 2 "$wqctl" "$pid" get ctl_target_unbound
 	expect_rc 2 "$wqctl" not-a-pid ls
+	expect_rc 2 "$wqctl" --bogus && expect_grep "$tmp/e" "unknown option '--bogus'"
+	expect_rc 2 "$wqctl" --timeout && expect_grep "$tmp/e" "timeout"
 	expect_rc 3 "$wqctl" 999999999 ls
 	;;
 wq_monitor)
@@ -126,7 +128,7 @@ wq_monitor)
 		expect_grep "$tmp/o" "$col"
 	done
 
-	expect_rc 0 "$monitor" "$pid" --interval 0 ctl_target
+	expect_rc 0 "$monitor" "$pid" --interval 0 'ctl_target_(unbound|percpu)'
 	expect_grep "$tmp/o" "CMW/RPR"
 	[ "$(grep -c '^ctl_target_' "$tmp/o")" -eq 2 ] || fail "expected 2 rows"
 	# The unbound one shows '-' for CPUitsv, mayday and rescued; the
@@ -154,6 +156,15 @@ wq_monitor)
 	if command -v python3 >/dev/null 2>&1; then
 		python3 -c 'import json,sys; [json.loads(l) for l in sys.stdin]' <"$tmp/o" ||
 			fail "invalid JSON"
+	fi
+
+	# Non-UTF-8 bytes become U+FFFD and a line break stays one: valid JSON.
+	expect_rc 0 "$monitor" --json -i 0 "$pid" ctl_target_odd
+	if command -v python3 >/dev/null 2>&1; then
+		python3 -c 'import json,sys
+names = [json.loads(l)["name"] for l in sys.stdin]
+sys.exit(0 if names == ["ctl_target_odd\ufffd\nx"] else 1)' <"$tmp/o" ||
+			fail "odd name not carried as valid JSON: $(cat "$tmp/o")"
 	fi
 
 	expect_rc 2 "$monitor"

@@ -200,6 +200,24 @@ if(CMAKE_SCRIPT_MODE_FILE)
     if(NOT rc EQUAL 2 OR NOT err MATCHES "usage: wq_dump")
       message(FATAL_ERROR "an unknown option gave exit ${rc} and stderr:\n${err}")
     endif()
+    # One grammar (CLI11): a missing value is named, -j is --json, and a tree
+    # without a CPU topology is refused instead of giving a made-up machine.
+    execute_process(COMMAND ${RUNNER} ${WQ_DUMP} --sysfs-root
+                    OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 2 OR NOT err MATCHES "--sysfs-root")
+      message(FATAL_ERROR "--sysfs-root without a value gave exit ${rc} and stderr:\n${err}")
+    endif()
+    execute_process(COMMAND ${RUNNER} ${WQ_DUMP} --topology-only --sysfs-root /nonexistent
+                    OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 2 OR NOT err MATCHES "no CPU topology")
+      message(FATAL_ERROR "--sysfs-root /nonexistent gave exit ${rc} and stderr:\n${err}")
+    endif()
+    execute_process(COMMAND ${RUNNER} ${WQ_DUMP} -j --topology-only --sysfs-root ${ROOT}
+                    OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "-j gave exit ${rc} and stderr:\n${err}")
+    endif()
+    string(JSON nr LENGTH "${out}" online)
     execute_process(COMMAND ${RUNNER} ${WQ_DUMP} --help OUTPUT_VARIABLE out RESULT_VARIABLE rc)
     if(NOT rc EQUAL 0 OR NOT out MATCHES "Affinity Scopes" OR NOT out MATCHES "idle/workers")
       message(FATAL_ERROR "--help gave exit ${rc} without the legend:\n${out}")

@@ -4,6 +4,10 @@
 // It links only the public API: the topology comes from current_topology()
 // (or build_topology() on a snapshot), the rest from cmwq::snapshot(), so it
 // shows a fresh library's state unless linked into a running program.
+#include "cli.hpp"
+
+#include <sys/stat.h>
+
 #include <cmwq/introspect.hpp>
 #include <cmwq/linux/workqueue.h>
 #include <cmwq/params.h>
@@ -28,13 +32,13 @@ namespace {
 constexpr unsigned pool_flag_bh = 1; // the kernel's POOL_BH
 
 const char *const usage =
-	"usage: wq_dump [--json] [--topology-only] [--cpulist] [--sysfs-root DIR]\n";
+	"usage: wq_dump [-j|--json] [--topology-only] [--cpulist] [--sysfs-root DIR]\n";
 
 const char *const help_text = R"help(
 Prints the affinity scopes, worker pools and workqueues of cmwq, in the
 sections of the kernel's wq_dump.py.
 
-  --json            one JSON object instead of the tables
+  -j, --json        one JSON object instead of the tables
   --topology-only   only the topology (Affinity Scopes; in JSON, no "pools"
                     or "workqueues"): deterministic for a given sysfs tree
   --cpulist         CPU sets as lists ("0-3,8") instead of hex bitmaps
@@ -348,27 +352,7 @@ void print_node_nr(const context &c, std::ostream &out)
 
 // ---- JSON ----
 
-std::string json_str(const std::string &s)
-{
-	std::string out = "\"";
-	for (unsigned char ch : s) {
-		switch (ch) {
-		case '"': out += "\\\""; break;
-		case '\\': out += "\\\\"; break;
-		case '\n': out += "\\n"; break;
-		case '\t': out += "\\t"; break;
-		default:
-			if (ch < 0x20) {
-				char buf[8];
-				std::snprintf(buf, sizeof(buf), "\\u%04x", ch);
-				out += buf;
-			} else {
-				out += static_cast<char>(ch);
-			}
-		}
-	}
-	return out + "\"";
-}
+std::string json_str(const std::string &s) { return cmwq_tools::json_string(s); }
 
 template <class T> std::string json_arr(const std::vector<T> &v)
 {
@@ -467,23 +451,20 @@ void print_json(const context &c, std::ostream &out)
 
 bool parse_args(int argc, char **argv, options &opt)
 {
-	for (int i = 1; i < argc; i++) {
-		std::string a = argv[i];
-		if (a == "--json") {
-			opt.json = true;
-		} else if (a == "--topology-only") {
-			opt.topology_only = true;
-		} else if (a == "--cpulist") {
-			opt.cpulist = true;
-		} else if (a == "--sysfs-root" && i + 1 < argc) {
-			opt.sysfs_root = argv[++i];
-		} else if (a.rfind("--sysfs-root=", 0) == 0) {
-			opt.sysfs_root = a.substr(std::strlen("--sysfs-root="));
-		} else if (a == "-h" || a == "--help") {
-			std::cout << usage << help_text;
-			std::exit(0);
-		} else {
-			std::cerr << "wq_dump: unknown argument '" << a << "'\n" << usage;
+	CLI::App app{"wq_dump"};
+	cmwq_tools::add_help(app, std::string(usage) + help_text);
+	app.add_flag("-j,--json", opt.json);
+	app.add_flag("--topology-only", opt.topology_only);
+	app.add_flag("--cpulist", opt.cpulist);
+	app.add_option("--sysfs-root", opt.sysfs_root);
+	cmwq_tools::parse_or_exit(app, argc, argv, "wq_dump", usage);
+	if (!opt.sysfs_root.empty()) {
+		// A tree without the CPU topology would give a made-up machine.
+		struct stat st;
+		std::string cpu = opt.sysfs_root + "/devices/system/cpu";
+		if (stat(cpu.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+			std::cerr << "wq_dump: --sysfs-root " << opt.sysfs_root
+				  << ": no CPU topology there (" << cpu << " is not a directory)\n";
 			return false;
 		}
 	}

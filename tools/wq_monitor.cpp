@@ -5,6 +5,7 @@
 // one connection kept open for the whole run, rather than attaching a
 // debugger to the process as the kernel's drgn script does: the library
 // already keeps the counters and the endpoint is the supported way in.
+#include "cli.hpp"
 #include "ctl_client.hpp"
 
 #include <cmwq/control.h>
@@ -77,7 +78,7 @@ bool parse_stats_line(const std::string &line, wq_stats &out)
 		std::size_t sp = line.find(' ', pos);
 		std::string tok = line.substr(pos, sp == std::string::npos ? std::string::npos : sp - pos);
 		if (tok.rfind("name=", 0) == 0) {
-			out.name = line.substr(pos + 5);
+			out.name = cmwq_tools::unescape_name(line.substr(pos + 5));
 			have_name = true;
 			break;
 		}
@@ -101,24 +102,7 @@ bool parse_stats_line(const std::string &line, wq_stats &out)
 	return have_name;
 }
 
-std::string json_string(const std::string &s)
-{
-	std::string o = "\"";
-	for (char ch : s) {
-		auto c = static_cast<unsigned char>(ch);
-		if (c == '"' || c == '\\') {
-			o += '\\';
-			o += ch;
-		} else if (c < 0x20) {
-			char b[8];
-			std::snprintf(b, sizeof(b), "\\u%04x", c);
-			o += b;
-		} else {
-			o += ch;
-		}
-	}
-	return o + "\"";
-}
+using cmwq_tools::json_string;
 
 void print_table(const std::vector<wq_stats> &wqs)
 {
@@ -151,24 +135,6 @@ void print_json(const std::vector<wq_stats> &wqs, double timestamp)
 	}
 }
 
-bool option_value(int argc, char **argv, int &i, const std::string &a, const char *shrt,
-		  const char *lng, std::string &value)
-{
-	std::string l = lng;
-	if (a == shrt || a == l) {
-		if (i + 1 >= argc) {
-			std::fprintf(stderr, "wq_monitor: %s needs a value\n", lng);
-			std::exit(2);
-		}
-		value = argv[++i];
-		return true;
-	}
-	if (a.rfind(l + "=", 0) == 0) {
-		value = a.substr(l.size() + 1);
-		return true;
-	}
-	return false;
-}
 
 } // namespace
 
@@ -178,15 +144,17 @@ int main(int argc, char **argv)
 	bool json = false;
 	long long count = -1;
 	std::vector<std::string> pos;
-	for (int i = 1; i < argc; i++) {
-		std::string a = argv[i], v;
-		if (a == "-h" || a == "--help") {
-			std::fputs(usage, stdout);
-			return 0;
-		}
-		if (a == "-j" || a == "--json") {
-			json = true;
-		} else if (option_value(argc, argv, i, a, "-i", "--interval", v)) {
+	std::string interval_s, count_s;
+	CLI::App app{"wq_monitor"};
+	cmwq_tools::add_help(app, usage);
+	app.add_flag("-j,--json", json);
+	app.add_option("-i,--interval", interval_s);
+	app.add_option("-c,--count", count_s);
+	app.add_option("target", pos); // PID|SOCKET, then the regexes
+	cmwq_tools::parse_or_exit(app, argc, argv, "wq_monitor", usage);
+	{
+		std::string v = interval_s;
+		if (app.count("--interval")) {
 			char *end = nullptr;
 			interval = std::strtod(v.c_str(), &end);
 			if (v.empty() || *end || !std::isfinite(interval) || interval < 0 ||
@@ -196,7 +164,9 @@ int main(int argc, char **argv)
 					     v.c_str());
 				return 2;
 			}
-		} else if (option_value(argc, argv, i, a, "-c", "--count", v)) {
+		}
+		v = count_s;
+		if (app.count("--count")) {
 			char *end = nullptr;
 			count = std::strtoll(v.c_str(), &end, 10);
 			if (v.empty() || *end || count < 1) {
@@ -205,14 +175,6 @@ int main(int argc, char **argv)
 					     v.c_str());
 				return 2;
 			}
-		} else if (a == "--") {
-			for (i++; i < argc; i++)
-				pos.emplace_back(argv[i]);
-		} else if (a.size() > 1 && a[0] == '-') {
-			std::fprintf(stderr, "wq_monitor: unknown option '%s'\n\n%s", a.c_str(), usage);
-			return 2;
-		} else {
-			pos.push_back(a);
 		}
 	}
 	if (pos.empty()) {

@@ -4,6 +4,7 @@
 // A thin client: each command is one request line; the server does the
 // validation and writes the error messages, so wqctl and the library cannot
 // disagree about what a value means.
+#include "cli.hpp"
 #include "ctl_client.hpp"
 
 #include <cmwq/control.h>
@@ -84,41 +85,33 @@ int list_processes()
 
 int main(int argc, char **argv)
 {
-	std::vector<std::string> args;
 	int timeout_ms = 30000;
-	for (int i = 1; i < argc; i++) {
-		std::string a = argv[i];
-		if (a == "-h" || a == "--help") {
-			std::fputs(usage, stdout);
-			return 0;
+	std::string timeout;
+	// Options come before the target; everything from the target on is the
+	// request (values may start with '-', e.g. "set WQ nice -5").
+	CLI::App app{"wqctl"};
+	cmwq_tools::add_help(app, usage);
+	app.add_option("--timeout", timeout);
+	app.prefix_command();
+	cmwq_tools::parse_or_exit(app, argc, argv, "wqctl", usage);
+	std::vector<std::string> args = app.remaining();
+	if (!args.empty() && args[0] == "--") {
+		args.erase(args.begin());
+	} else if (!args.empty() && args[0].size() > 1 && args[0][0] == '-') {
+		// The request starts at the target, a pid or a socket path: this
+		// is an option wqctl does not have.
+		std::fprintf(stderr, "wqctl: unknown option '%s'\n\n%s", args[0].c_str(), usage);
+		return exit_usage;
+	}
+	if (!timeout.empty() || app.count("--timeout")) {
+		char *end = nullptr;
+		double s = std::strtod(timeout.c_str(), &end);
+		if (timeout.empty() || *end || !(s > 0) || s > 86400) {
+			std::fprintf(stderr, "wqctl: --timeout: expected seconds in (0, 86400], got '%s'\n",
+				     timeout.c_str());
+			return exit_usage;
 		}
-		if (a == "--timeout" || a.rfind("--timeout=", 0) == 0) {
-			std::string v;
-			if (a == "--timeout") {
-				if (i + 1 >= argc) {
-					std::fprintf(stderr, "wqctl: --timeout needs a value\n");
-					return exit_usage;
-				}
-				v = argv[++i];
-			} else {
-				v = a.substr(10);
-			}
-			char *end = nullptr;
-			double s = std::strtod(v.c_str(), &end);
-			if (v.empty() || *end || !(s > 0) || s > 86400) {
-				std::fprintf(stderr, "wqctl: --timeout: expected seconds in (0, 86400], got '%s'\n",
-					     v.c_str());
-				return exit_usage;
-			}
-			timeout_ms = static_cast<int>(s * 1000) > 0 ? static_cast<int>(s * 1000) : 1;
-			continue;
-		}
-		if (a == "--") {
-			for (i++; i < argc; i++)
-				args.emplace_back(argv[i]);
-			break;
-		}
-		args.push_back(a);
+		timeout_ms = static_cast<int>(s * 1000) > 0 ? static_cast<int>(s * 1000) : 1;
 	}
 	if (args.empty())
 		return list_processes();
