@@ -23,6 +23,16 @@ debs=("$build"/libcmwq0_*.deb "$build"/libcmwq-dev_*.deb "$build"/cmwq-tools_*.d
 for d in "${debs[@]}"; do
 	dpkg-deb -I "$d" | sed -n 's/^ \(Package\|Version\|Depends\):/  \1:/p'
 done
+# lintian: every tag printed; errors fail the stage, except the placeholder
+# maintainer address (CMWQ_PACKAGE_CONTACT sets a real one for publishing).
+if command -v lintian > /dev/null; then
+	lint=$(lintian --allow-root "${debs[@]}" 2>&1 || true)
+	printf '%s\n' "$lint"
+	if printf '%s\n' "$lint" | grep '^E: ' | grep -v 'bogus-mail-host' | grep -q .; then
+		echo "scripts/debs.sh: lintian reports errors" >&2
+		exit 1
+	fi
+fi
 abs=()
 for d in "${debs[@]}"; do abs+=("$(realpath "$d")"); done
 apt-get install -y --no-install-recommends "${abs[@]}"
@@ -43,7 +53,8 @@ cmake --build "$work/examples" -j "$(nproc)" > /dev/null
 ctest --test-dir "$work/examples" --output-on-failure > /dev/null || fail "examples/ with find_package(cmwq) failed"
 wq_dump --topology-only > /dev/null || fail "wq_dump from cmwq-tools failed"
 wqctl > /dev/null || fail "wqctl from cmwq-tools failed"
-for page in wq_dump.1 wq_monitor.1 wqctl.1 wq_bench.1 cmwq.7; do
+man -w wqctl > /dev/null || fail "man wqctl does not find the page"
+for page in wq_dump.1 wq_monitor.1 wqctl.1 wq_bench.1 wq_exporter.1 cmwq.7; do
 	[[ -e /usr/share/man/man${page##*.}/$page || -e /usr/share/man/man${page##*.}/$page.gz ]] ||
 		fail "man page $page not installed"
 done

@@ -13,4 +13,10 @@ if(TARGET wqctl AND TARGET wq_monitor)
                      $<TARGET_FILE:wq_monitor>)
     set_tests_properties(tools_${mode} PROPERTIES TIMEOUT 180)
   endforeach()
+  if(TARGET wq_exporter)
+    add_test(NAME tools_wq_exporter_serves_both_formats
+             COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/exporter_test.sh
+                     $<TARGET_FILE:cmwq_ctl_target> $<TARGET_FILE:wq_exporter>)
+    set_tests_properties(tools_wq_exporter_serves_both_formats PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  endif()
 endif()
