@@ -532,7 +532,10 @@ bool flush_delayed_work(delayed_work *dwork)
 {
 	if (!dwork && null_arg("flush_delayed_work", "dwork"))
 		return false;
-	if (timer_delete(&dwork->timer))
+	// As the kernel, with a synchronous delete: a timer callback that is
+	// queueing the item right now finishes first, so flush_work finds the
+	// item queued rather than "idle" in between.
+	if (ktimer_delete(&dwork->timer, !tl_in_timer, false))
 		do_queue_work(dwork->cpu, dwork->wq, &dwork->work);
 	return flush_work(&dwork->work);
 }
