@@ -6,6 +6,8 @@
 // watchdog, so a lost wakeup ends the program with a state dump, not a hang.
 #include "protocols.hpp"
 
+#include <sched.h>
+
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -48,6 +50,8 @@ uint32_t clamp32(uint64_t v) noexcept { return v > UINT32_MAX ? UINT32_MAX : sta
 struct alignas(64) producer {
 	completion comp;
 	std::atomic<uint64_t> done{0};
+	std::atomic<uint64_t> local{0}; // items that ran on the producer's CPU
+	int cpu = -1;
 	bench_item item;
 	std::vector<uint32_t> lat, rt;
 	uint64_t finish = 0;
@@ -58,6 +62,8 @@ void kernel_item(bench_item *it)
 {
 	auto *p = static_cast<producer *>(it->ctx);
 	census::note();
+	if (sched_getcpu() == p->cpu)
+		p->local.fetch_add(1, std::memory_order_relaxed);
 	p->done.fetch_add(1, std::memory_order_relaxed);
 	p->comp.complete();
 }
@@ -228,6 +234,7 @@ kernel_result run_kernel(executor &ex, const kernel_config &cfg, const std::stri
 		p->item.fn = kernel_item;
 		p->item.ctx = p.get();
 		p->item.index = static_cast<uint32_t>(i);
+		p->cpu = cfg.cpus[i];
 		ex.prepare(&p->item);
 		p->lat.assign(static_cast<size_t>(cfg.items), 0);
 		p->rt.assign(static_cast<size_t>(cfg.items), 0);
@@ -250,12 +257,14 @@ kernel_result run_kernel(executor &ex, const kernel_config &cfg, const std::stri
 	r.workers = census::count();
 
 	uint64_t t_end = t_start;
+	uint64_t local = 0;
 	std::vector<uint32_t> lat, rt;
 	lat.reserve(n * static_cast<size_t>(cfg.items));
 	rt.reserve(n * static_cast<size_t>(cfg.items));
 	for (auto &p : prods) {
 		r.expected += static_cast<uint64_t>(cfg.items + cfg.warmup);
 		r.done += p->done.load(std::memory_order_acquire);
+		local += p->local.load(std::memory_order_relaxed);
 		if (!p->error.empty() && r.ok) {
 			r.ok = false;
 			r.error = p->error;
@@ -273,6 +282,7 @@ kernel_result run_kernel(executor &ex, const kernel_config &cfg, const std::stri
 	r.p99 = percentile(lat, 0.99);
 	r.rt_p50 = percentile(rt, 0.50);
 	r.rt_p99 = percentile(rt, 0.99);
+	r.local_pct = r.done ? 100.0 * static_cast<double>(local) / static_cast<double>(r.done) : 0;
 	return r;
 }
 

@@ -38,6 +38,7 @@ struct kernel_result : run_status {
 	uint64_t p50 = 0, p90 = 0, p95 = 0, p99 = 0; // queue-call latency, ns
 	uint64_t rt_p50 = 0, rt_p99 = 0;             // queue to completion seen, ns
 	int workers = 0;        // distinct threads that ran measured items
+	double local_pct = 0;   // items (warm-up included) run on their producer's CPU, %
 };
 
 kernel_result run_kernel(executor &ex, const kernel_config &cfg, const std::string &what);

@@ -429,6 +429,7 @@ metrics from(const kernel_result &r)
 		{"rt_p50_ns", double(r.rt_p50)},
 		{"rt_p99_ns", double(r.rt_p99)},
 		{"workers", double(r.workers)},
+		{"local_pct", std::round(r.local_pct * 10) / 10},
 		{"cpu_us_per_item", r.cpu_s * 1e6 / std::max(1.0, r.items_per_sec * r.wall_s)},
 		{"wall_s", r.wall_s}};
 }
@@ -1021,10 +1022,10 @@ void print_kernel_row(const series &s, int repeat)
 		return;
 	}
 	std::printf("%-13s %9.0f items/sec  p50=%-6.0f p90=%-6.0f p95=%-6.0f ns  "
-		    "rt_p50=%-6.0f rt_p99=%-7.0f ns  workers=%.0f%s\n",
+		    "rt_p50=%-6.0f rt_p99=%-7.0f ns  workers=%.0f local=%.0f%%%s\n",
 		    s.label.c_str(), s.med("items_per_sec"), s.med("p50_ns"), s.med("p90_ns"),
 		    s.med("p95_ns"), s.med("rt_p50_ns"), s.med("rt_p99_ns"), s.med("workers"),
-		    spread_note(s, "items_per_sec", repeat).c_str());
+		    s.med("local_pct"), spread_note(s, "items_per_sec", repeat).c_str());
 }
 
 void print_tables(const bench &b, const std::string &cmdline)
