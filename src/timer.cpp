@@ -141,14 +141,10 @@ void start_thread_locked(timer_base &b) REQUIRES(b.lock)
 	b.cv.notify_one();
 }
 
-} // namespace
-
-void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *))
+// Puts t at expires_ns in the heap (moving it if armed) and wakes the
+// thread if t is now first.
+void heap_place(timer_base &b, timer_list *t, uint64_t expires_ns) REQUIRES(b.lock)
 {
-	auto &b = tb();
-	lock_guard lk(b.lock);
-	start_thread_locked(b);
-	t->function = fn;
 	t->expires_ns = expires_ns;
 	if (t->heap_index >= 0) {
 		sift_up(b.heap, t->heap_index);
@@ -160,6 +156,17 @@ void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *))
 	}
 	if (b.heap.front() == t)
 		b.cv.notify_one();
+}
+
+} // namespace
+
+void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *))
+{
+	auto &b = tb();
+	lock_guard lk(b.lock);
+	start_thread_locked(b);
+	t->function = fn;
+	heap_place(b, t, expires_ns);
 }
 
 bool timer_add_if_idle(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *))
@@ -213,17 +220,7 @@ int ktimer_modify(timer_list *t, uint64_t expires_ns, ktimer_how how)
 	if (how == KTIMER_REDUCE && was && t->expires_ns <= expires_ns)
 		return 1;
 	start_thread_locked(b);
-	t->expires_ns = expires_ns;
-	if (was) {
-		sift_up(b.heap, t->heap_index);
-		sift_down(b.heap, t->heap_index);
-	} else {
-		t->heap_index = static_cast<int>(b.heap.size());
-		b.heap.push_back(t);
-		sift_up(b.heap, t->heap_index);
-	}
-	if (b.heap.front() == t)
-		b.cv.notify_one();
+	heap_place(b, t, expires_ns);
 	return was;
 }
 

@@ -338,6 +338,24 @@ static bool wait_deadlocks(work_struct *work, unsigned long data, pool_workqueue
 	return false;
 }
 
+// Under pool->lock: whom a wait for work waits on - the pwq it is queued on
+// (w stays null), or the worker running it. false when it is neither queued
+// on pool nor running there (idle: nothing to wait for).
+static bool flush_target(worker_pool *pool, work_struct *work, unsigned long data, pool_workqueue *&pwq,
+			 worker *&w) REQUIRES(pool->lock)
+{
+	w = nullptr;
+	if ((data & WORK_STRUCT_PWQ) && pwq_pool(data_pwq(data)) == pool) {
+		pwq = data_pwq(data);
+		return true;
+	}
+	w = find_worker_executing_work(pool, work);
+	if (!w)
+		return false;
+	pwq = w->current_pwq;
+	return true;
+}
+
 // kernel: __flush_work
 static bool do_flush_work(work_struct *work, bool from_cancel)
 {
@@ -353,15 +371,9 @@ static bool do_flush_work(work_struct *work, bool from_cancel)
 		lock_guard lk(pool->lock);
 		unsigned long data = work_data(work);
 		pool_workqueue *pwq;
-		worker *w = nullptr;
-		if ((data & WORK_STRUCT_PWQ) && pwq_pool(data_pwq(data)) == pool) {
-			pwq = data_pwq(data);
-		} else {
-			w = find_worker_executing_work(pool, work);
-			if (!w)
-				return false;
-			pwq = w->current_pwq;
-		}
+		worker *w;
+		if (!flush_target(pool, work, data, pwq, w))
+			return false;
 		if (wait_deadlocks(work, data, pwq, w, from_cancel ? "cancels-and-waits for" : "flushes"))
 			return false;
 		if (!from_cancel)
@@ -384,16 +396,8 @@ static bool task_wait_deadlocks(work_struct *work, const char *verb)
 	lock_guard lk(pool->lock);
 	unsigned long data = work_data(work);
 	pool_workqueue *pwq;
-	worker *w = nullptr;
-	if ((data & WORK_STRUCT_PWQ) && pwq_pool(data_pwq(data)) == pool) {
-		pwq = data_pwq(data);
-	} else {
-		w = find_worker_executing_work(pool, work);
-		if (!w)
-			return false;
-		pwq = w->current_pwq;
-	}
-	return wait_deadlocks(work, data, pwq, w, verb);
+	worker *w;
+	return flush_target(pool, work, data, pwq, w) && wait_deadlocks(work, data, pwq, w, verb);
 }
 
 } // namespace cmwq::detail

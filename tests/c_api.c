@@ -15,26 +15,7 @@
 #include <cmwq/linux/delay.h>
 #include <cmwq/linux/workqueue.h>
 
-static int nr_passed, nr_failed;
-
-#define CHECK(cond)                                                            \
-	do {                                                                   \
-		if (cond) {                                                    \
-			nr_passed++;                                           \
-		} else {                                                       \
-			nr_failed++;                                           \
-			fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n",       \
-				__FILE__, __LINE__, __func__, #cond);          \
-		}                                                              \
-	} while (0)
-
-/* Polls cond for up to 10 s (sanitizer builds are slow), then checks it. */
-#define CHECK_SOON(cond)                                                       \
-	do {                                                                   \
-		for (int waited_ = 0; !(cond) && waited_ < 10000; waited_++)   \
-			msleep(1);                                             \
-		CHECK(cond);                                                   \
-	} while (0)
+#include "c_check.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 

@@ -20,25 +20,7 @@
 #include <cmwq/linux/timer.h>
 #include <cmwq/linux/workqueue.h>
 
-static int nr_passed, nr_failed;
-
-#define CHECK(cond)                                                            \
-	do {                                                                   \
-		if (cond) {                                                    \
-			nr_passed++;                                           \
-		} else {                                                       \
-			nr_failed++;                                           \
-			fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n",       \
-				__FILE__, __LINE__, __func__, #cond);          \
-		}                                                              \
-	} while (0)
-
-#define CHECK_SOON(cond)                                                       \
-	do {                                                                   \
-		for (int waited_ = 0; !(cond) && waited_ < 10000; waited_++)   \
-			msleep(1);                                             \
-		CHECK(cond);                                                   \
-	} while (0)
+#include "c_check.h"
 
 /* ---- a driver: a timer that re-arms itself and kicks a work item ---------- */
 

@@ -73,6 +73,24 @@ inline std::vector<std::string> socket_dirs()
 	return dirs;
 }
 
+inline bool is_number(const std::string &s);
+
+// Calls fn(pid, socket path) for every "<pid>.sock" in the socket
+// directories (reachable or not: the caller connects).
+template <class F>
+void for_each_socket(F &&fn)
+{
+	for (const auto &dir : socket_dirs()) {
+		for (const auto &name : list_dir(dir)) {
+			if (name.size() <= 5 || name.compare(name.size() - 5, 5, ".sock") != 0)
+				continue;
+			std::string pid = name.substr(0, name.size() - 5);
+			if (is_number(pid))
+				fn(pid, dir + "/" + name);
+		}
+	}
+}
+
 inline bool is_number(const std::string &s)
 {
 	if (s.empty() || s.size() > 10)

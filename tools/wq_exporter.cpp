@@ -121,28 +121,21 @@ struct exporter {
 		std::vector<std::string> order;
 		std::map<std::string, family> fams;
 		int processes = 0;
-		for (const auto &dir : ctl_client::socket_dirs()) {
-			for (const auto &name : ctl_client::list_dir(dir)) {
-				if (name.size() <= 5 || name.compare(name.size() - 5, 5, ".sock") != 0)
-					continue;
-				std::string pid = name.substr(0, name.size() - 5);
-				if (!ctl_client::is_number(pid))
-					continue;
-				ctl_client::connection conn;
-				ctl_client::reply r;
-				std::string err;
-				if (!conn.open(dir + "/" + name, err))
-					continue; // stale, or not ours to reach
-				if (!conn.request("metrics", r, timeout_ms, err) || !r.ok()) {
-					errors++;
-					continue;
-				}
-				processes++;
-				std::string labels = "pid=\"" + pid + "\",process=\"" +
-						     label_value(ctl_client::read_comm(pid)) + "\"";
-				merge(r.data, labels, order, fams);
+		ctl_client::for_each_socket([&](const std::string &pid, const std::string &path) {
+			ctl_client::connection conn;
+			ctl_client::reply r;
+			std::string err;
+			if (!conn.open(path, err))
+				return; // stale, or not ours to reach
+			if (!conn.request("metrics", r, timeout_ms, err) || !r.ok()) {
+				errors++;
+				return;
 			}
-		}
+			processes++;
+			std::string labels =
+				"pid=\"" + pid + "\",process=\"" + label_value(ctl_client::read_comm(pid)) + "\"";
+			merge(r.data, labels, order, fams);
+		});
 		std::string out;
 		for (const auto &n : order) {
 			const family &f = fams[n];

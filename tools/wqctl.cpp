@@ -62,22 +62,13 @@ int list_processes()
 {
 	cmwq_control_remove_stale(); // sockets of dead processes of this user
 	std::printf("%-8s %-16s %s\n", "PID", "COMM", "SOCKET");
-	for (const auto &dir : ctl_client::socket_dirs()) {
-		for (const auto &name : ctl_client::list_dir(dir)) {
-			if (name.size() <= 5 || name.compare(name.size() - 5, 5, ".sock") != 0)
-				continue;
-			std::string pid = name.substr(0, name.size() - 5);
-			if (!ctl_client::is_number(pid))
-				continue;
-			std::string path = dir + "/" + name;
-			int fd = ctl_client::connect_socket(path);
-			if (fd < 0)
-				continue; // stale or not ours to reach: left alone
-			::close(fd);
-			std::printf("%-8s %-16s %s\n", pid.c_str(), ctl_client::read_comm(pid).c_str(),
-				    path.c_str());
-		}
-	}
+	ctl_client::for_each_socket([](const std::string &pid, const std::string &path) {
+		int fd = ctl_client::connect_socket(path);
+		if (fd < 0)
+			return; // stale or not ours to reach: left alone
+		::close(fd);
+		std::printf("%-8s %-16s %s\n", pid.c_str(), ctl_client::read_comm(pid).c_str(), path.c_str());
+	});
 	return 0;
 }
 
