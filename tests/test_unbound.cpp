@@ -165,3 +165,68 @@ TEST(unbound, affinity_scope_reads_default_with_the_effective_scope)
 	EXPECT_STREQ(buf, "0");
 	destroy_workqueue(wq);
 }
+
+namespace {
+std::atomic<int> lw_affinity_cpus{0};  // CPUs in the item's affinity mask
+std::atomic<int> lw_only_cpu{-1};      // the one CPU, when there is one
+void lw_record(work_struct *)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	sched_getaffinity(0, sizeof(set), &set);
+	int n = CPU_COUNT(&set), only = -1;
+	for (int c = 0; n == 1 && c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set))
+			only = c;
+	lw_only_cpu = only;
+	lw_affinity_cpus = n;
+}
+} // namespace
+
+// cmwq.unbound_local_wake: an idle unbound pool given one item keeps the
+// worker on the queueing CPU (its affinity narrowed to that CPU, inside the
+// pod), and widens it again once the parameter is off. Round trips are
+// repeated until the pool was idle at a queue call (the worker may still be
+// finishing the previous one), so nothing here depends on timing.
+TEST(unbound_local_wake, a_lone_items_worker_is_kept_on_the_queueing_cpu)
+{
+	cpu_set_t mine;
+	CPU_ZERO(&mine);
+	sched_getaffinity(0, sizeof(mine), &mine);
+	if (CPU_COUNT(&mine) < 2)
+		GTEST_SKIP() << "needs two usable CPUs";
+	int cpu = 0;
+	while (!CPU_ISSET(cpu, &mine))
+		cpu++;
+	workqueue_struct *wq = alloc_workqueue("t_local_wake", WQ_UNBOUND, 0);
+	ASSERT_NE(wq, nullptr);
+	work_struct w;
+	INIT_WORK(&w, lw_record);
+	auto round_trips_until = [&](auto done) {
+		bool seen = false;
+		std::thread producer([&] {
+			cpu_set_t one;
+			CPU_ZERO(&one);
+			CPU_SET(cpu, &one);
+			pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+			for (int i = 0; i < 400 && !seen; i++) {
+				queue_work(wq, &w);
+				flush_work(&w);
+				seen = done();
+				std::this_thread::sleep_for(std::chrono::milliseconds(2)); // let it go idle
+			}
+		});
+		producer.join();
+		return seen;
+	};
+	char old[8];
+	ASSERT_EQ(cmwq_param_get("cmwq.unbound_local_wake", old, sizeof(old)), 0);
+	ASSERT_EQ(cmwq_param_set("cmwq.unbound_local_wake", "1"), 0);
+	EXPECT_TRUE(round_trips_until([&] { return lw_affinity_cpus.load() == 1 && lw_only_cpu.load() == cpu; }))
+		<< "the worker never ran narrowed to the producer's CPU " << cpu;
+	ASSERT_EQ(cmwq_param_set("cmwq.unbound_local_wake", "0"), 0);
+	EXPECT_TRUE(round_trips_until([&] { return lw_affinity_cpus.load() >= 2; }))
+		<< "with the parameter off the worker kept its narrowed affinity";
+	ASSERT_EQ(cmwq_param_set("cmwq.unbound_local_wake", old), 0);
+	destroy_workqueue(wq);
+}
