@@ -497,6 +497,10 @@ struct deferred {
 	pool_workqueue *activate[2]; // pwqs of other pools that may take a freed slot
 	wq_node_nr_active *activate_nna[2]; // ... of this node
 	int nr_activate = 0;
+	// A worker of this pool is finishing an item and looks at the worklist
+	// again before it sleeps: an item it activates needs no wakeup (the
+	// kernel's rule; its next item's start kicks a helper if more wait).
+	worker_pool *rechecks = nullptr;
 	void run() __attribute__((visibility("hidden"))); // worker.cpp; not ABI
 };
 

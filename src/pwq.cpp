@@ -129,7 +129,8 @@ bool pwq_activate_first_inactive(pool_workqueue *pwq, bool fill, deferred &d)
 	if (!pwq_tryinc_nr_active(pwq, fill))
 		return false;
 	pwq_activate_work(pwq, entry_work(pwq->inactive_works.next));
-	kick_pool(pwq->pool, d);
+	if (d.rechecks != pwq->pool)
+		kick_pool(pwq->pool, d);
 	return true;
 }
 
@@ -170,9 +171,29 @@ static void pwq_dec_nr_active(pool_workqueue *pwq, deferred &d) REQUIRES(pwq->po
 	}
 	{
 		lock_guard lk(nna->lock);
-		nna->nr--;
+		// The common case of a busy unbound workqueue: nobody else waits on
+		// the node, so the slot goes straight to this pwq's next inactive
+		// item in one hold of N (what node_activate_pending would decide,
+		// without the release and retake).
+		if (!pwq->plugged && !list_empty(&pwq->inactive_works) && nna->nr <= nna->max &&
+		    (nna->pending.empty() || (nna->pending.size() == 1 && nna->pending.front() == pwq))) {
+			pwq->nr_active++;
+			pwq_activate_work(pwq, entry_work(pwq->inactive_works.next));
+			if (list_empty(&pwq->inactive_works))
+				nna_remove_pending(nna, pwq);
+			else
+				nna_add_pending(nna, pwq);
+		} else {
+			nna->nr--;
+			nna = nullptr;
+		}
 	}
-	node_activate_pending(pwq, nna, d);
+	if (nna) {
+		if (d.rechecks != pwq->pool)
+			kick_pool(pwq->pool, d);
+		return;
+	}
+	node_activate_pending(pwq, pwq_nna(pwq), d);
 }
 
 // A slot of nna is free: give it to the first waiting pwq that has an

@@ -228,7 +228,10 @@ static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES
 	w->current_work = nullptr;
 	w->current_func = nullptr;
 	w->current_pwq = nullptr;
+	if (!w->rescuer)
+		d.rechecks = pool;
 	pwq_dec_nr_in_flight(pwq, data, d);
+	d.rechecks = nullptr;
 }
 
 void process_scheduled_works(worker *w, deferred &d)
