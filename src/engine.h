@@ -214,7 +214,7 @@ void pool_set_managed(worker_pool *pool, bool managed) REQUIRES(pool->lock);
 // later, managed or not.
 int set_unbound_concurrency(bool managed);
 // Context: any. Arms the pool's mayday timer unless armed.
-void mayday_arm(worker_pool *pool);
+void mayday_arm(worker_pool *pool) REQUIRES(pool->lock);
 // Context: any (usually L). A per-CPU pool holds items back behind running
 // workers: wake the monitor to sample it.
 void monitor_watch(worker_pool *pool);

@@ -120,6 +120,7 @@ void rebuild_pools() NO_THREAD_SAFETY_ANALYSIS
 		pool->nr_workers = pool->nr_idle = pool->nr_running = 0;
 		pool->flags &= ~POOL_MANAGER_ACTIVE;
 		pool->creating = false;
+		pool->mayday_armed = false; // the child's timers were dropped
 		pool->create_fail_until_ns = 0;
 		pool->watch.store(false, std::memory_order_relaxed);
 	}

@@ -290,6 +290,9 @@ struct worker_pool {
 	bool creating = false;           // L
 	timer_list idle_timer{};         // T
 	timer_list mayday_timer{};       // T
+	// The mayday timer is armed (or its callback runs and may re-arm it):
+	// kicks that find no idle worker skip the timer lock and the clock.
+	bool mayday_armed GUARDED_BY(lock) = false;       // L
 	std::atomic<bool> watch{false};  // A: the monitor samples this pool
 	// Concurrency management: a per-CPU pool lets one runnable worker run
 	// (the kernel's rule); an unbound pool under

@@ -245,6 +245,9 @@ int set_unbound_concurrency(bool managed)
 
 void mayday_arm(worker_pool *pool)
 {
+	if (pool->mayday_armed)
+		return;
+	pool->mayday_armed = true;
 	timer_add_if_idle(&pool->mayday_timer, now_ns() + MAYDAY_INITIAL_TIMEOUT_NS, g().mayday_timeout);
 }
 

@@ -41,6 +41,7 @@ void pool_mayday_timeout(timer_list *t)
 	{
 		lock_guard lk(pool->lock);
 		need = need_to_create_worker(pool->counts());
+		pool->mayday_armed = need; // re-armed below while workers are short
 		if (need)
 			for (list_head *e = pool->worklist.next; e != &pool->worklist; e = e->next) {
 				unsigned long data = work_data(entry_work(e));

@@ -30,7 +30,7 @@ static bool manage_workers(worker *w) REQUIRES(w->pool->lock)
 		return false;
 	if (pool->max_workers && pool->nr_workers >= pool->max_workers)
 		return false;
-	if (now_ns() < pool->create_fail_until_ns)
+	if (pool->create_fail_until_ns && now_ns() < pool->create_fail_until_ns)
 		return false; // cooling down; the mayday timer retries and calls rescuers
 	pool->flags |= POOL_MANAGER_ACTIVE;
 	// Whether the lock was dropped: then the caller's checks are stale (the
