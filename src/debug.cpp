@@ -32,11 +32,6 @@ registry &reg()
 
 } // namespace
 
-bool debug_objects_on()
-{
-	return __atomic_load_n(&cmwq_debug_objects, __ATOMIC_RELAXED) != 0;
-}
-
 bool debug_check_queue(work_struct *w, const char *call)
 {
 	auto &r = reg();
@@ -81,7 +76,7 @@ void debug_work_idle(work_struct *w)
 	r.active.erase(w);
 }
 
-bool wq_refused(const workqueue_struct *wq, const char *call)
+bool wq_refused_slow(const workqueue_struct *wq, const char *call)
 {
 	if (!wq)
 		return null_arg(call, "wq");

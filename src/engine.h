@@ -139,7 +139,7 @@ const char *param_accepted(const char *name);
 // ---- debug.cpp --------------------------------------------------------------
 
 // Context: any. Whether cmwq.debug_objects is on (a relaxed load).
-bool debug_objects_on();
+inline bool debug_objects_on() { return __atomic_load_n(&cmwq_debug_objects, __ATOMIC_RELAXED) != 0; }
 // Context: no lock; debug_objects on. Whether w may be queued: an item the
 // library has seen, or one that looks initialised; else a message naming
 // the call, and false.
@@ -150,7 +150,13 @@ void debug_work_active(work_struct *w);
 void debug_work_idle(work_struct *w);
 // Context: any. Whether a public call must refuse wq: NULL, destroyed or not
 // a workqueue (with a message naming the call). One load when it is fine.
-bool wq_refused(const workqueue_struct *wq, const char *call);
+bool wq_refused_slow(const workqueue_struct *wq, const char *call);
+inline bool wq_refused(const workqueue_struct *wq, const char *call)
+{
+	if (wq && wq->magic.load(std::memory_order_acquire) == WQ_MAGIC_LIVE) [[likely]]
+		return false;
+	return wq_refused_slow(wq, call);
+}
 
 // ---- detect.cpp -------------------------------------------------------------
 // D is the detector's lock: taken with no engine lock held; the monitor
@@ -215,6 +221,8 @@ void pool_set_managed(worker_pool *pool, bool managed) REQUIRES(pool->lock);
 int set_unbound_concurrency(bool managed);
 // Context: any. Arms the pool's mayday timer unless armed.
 void mayday_arm(worker_pool *pool) REQUIRES(pool->lock);
+// Context: any. Whether fn is one of the engine's own timer callbacks.
+bool engine_timer_callback(void (*fn)(timer_list *));
 // Context: any (usually L). A per-CPU pool holds items back behind running
 // workers: wake the monitor to sample it.
 void monitor_watch(worker_pool *pool);

@@ -70,28 +70,38 @@ static_assert(static_cast<int>(WQ_AFFN_DFL) == static_cast<int>(cmwq::affinity_s
 namespace cmwq::detail {
 
 // pool->lock: held for a few hundred nanoseconds at a time by queuers and
-// workers on several CPUs (the kernel's is a spinlock). An adaptive mutex
-// spins briefly before it sleeps, so a waiter does not pay a futex sleep and
-// wakeup for a hold that ends a moment later.
+// workers on several CPUs (the kernel's is a spinlock). A futex word with
+// three states (free, held, held with sleepers): taking a free lock is one
+// compare-and-swap and releasing an uncontended one one exchange, both
+// inline; a waiter spins briefly for a hold that ends a moment later before
+// it sleeps in the kernel. Acquire and release orders make it a lock for
+// ThreadSanitizer too.
 class CAPABILITY("mutex") pool_mutex {
 public:
-	pool_mutex()
-	{
-		pthread_mutexattr_t a;
-		pthread_mutexattr_init(&a);
-		pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
-		pthread_mutex_init(&m_, &a);
-		pthread_mutexattr_destroy(&a);
-	}
-	~pool_mutex() { pthread_mutex_destroy(&m_); }
+	pool_mutex() = default;
 	pool_mutex(const pool_mutex &) = delete;
 	pool_mutex &operator=(const pool_mutex &) = delete;
-	void lock() ACQUIRE() { pthread_mutex_lock(&m_); }
-	bool try_lock() TRY_ACQUIRE(true) { return pthread_mutex_trylock(&m_) == 0; }
-	void unlock() RELEASE() { pthread_mutex_unlock(&m_); }
+	void lock() ACQUIRE()
+	{
+		int c = 0;
+		if (!state_.compare_exchange_strong(c, 1, std::memory_order_acquire, std::memory_order_relaxed))
+			[[unlikely]] lock_contended();
+	}
+	bool try_lock() TRY_ACQUIRE(true)
+	{
+		int c = 0;
+		return state_.compare_exchange_strong(c, 1, std::memory_order_acquire, std::memory_order_relaxed);
+	}
+	void unlock() RELEASE()
+	{
+		if (state_.exchange(0, std::memory_order_release) == 2) [[unlikely]]
+			wake_one();
+	}
 
 private:
-	pthread_mutex_t m_;
+	void lock_contended() __attribute__((visibility("hidden"))); // sys.cpp
+	void wake_one() __attribute__((visibility("hidden")));
+	std::atomic<int> state_{0}; // 0 free, 1 held, 2 held and someone may sleep
 };
 
 // The other engine locks (G, W, N, F, the mayday and timer locks): a
@@ -504,7 +514,21 @@ struct deferred {
 	// again before it sleeps: an item it activates needs no wakeup (the
 	// kernel's rule; its next item's start kicks a helper if more wait).
 	worker_pool *rechecks = nullptr;
-	void run() __attribute__((visibility("hidden"))); // worker.cpp; not ABI
+	// Empty again after run(): the counts only (the arrays are read up
+	// to them), without zeroing the whole struct per item.
+	void reset()
+	{
+		nr_wake = nr_release = nr_activate = 0;
+		create = nullptr;
+		rechecks = nullptr;
+	}
+	// Issues what was collected; nothing to do is the common case.
+	void run()
+	{
+		if (nr_wake | nr_release | nr_activate || create)
+			run_collected();
+	}
+	void run_collected() __attribute__((visibility("hidden"))); // worker.cpp; not ABI
 };
 
 // Parameter values (params.cpp registers, parses and prints them).

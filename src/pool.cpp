@@ -243,6 +243,11 @@ int set_unbound_concurrency(bool managed)
 	return 0;
 }
 
+bool engine_timer_callback(void (*fn)(timer_list *))
+{
+	return fn == idle_timer_fn || fn == g().mayday_timeout || fn == delayed_work_timer_fn;
+}
+
 void mayday_arm(worker_pool *pool)
 {
 	if (pool->mayday_armed)

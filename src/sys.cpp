@@ -51,6 +51,24 @@ uint64_t thread_cpu_ns()
 	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// pool_mutex's slow paths. Spin first: a holder on another CPU lets go
+// within a few hundred nanoseconds; one that was preempted does not, and a
+// waiter then marks the word contended and sleeps until unlock wakes it.
+void pool_mutex::lock_contended() NO_THREAD_SAFETY_ANALYSIS
+{
+	for (int i = 0; i < 128; i++) {
+		cpu_relax();
+		int c = state_.load(std::memory_order_relaxed);
+		if (c == 0 && state_.compare_exchange_weak(c, 1, std::memory_order_acquire, std::memory_order_relaxed))
+			return;
+	}
+	// Taking it as 2 keeps the unlock's wake for those who may still sleep.
+	while (state_.exchange(2, std::memory_order_acquire) != 0)
+		futex_wait(&state_, 2);
+}
+
+void pool_mutex::wake_one() { futex_wake(&state_, 1); }
+
 void futex_wait(std::atomic<int> *a, int val)
 {
 	syscall(SYS_futex, reinterpret_cast<int *>(a), FUTEX_WAIT_PRIVATE, val, nullptr, nullptr, 0);

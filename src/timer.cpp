@@ -79,10 +79,14 @@ void heap_remove(std::vector<timer_list *> &h, int i)
 
 // The timer thread runs every callback, delayed work's included: one that
 // takes long delays all of them. Reported once per function.
+// The engine's own callbacks (a pool's idle and mayday timers, a delayed
+// item's queueing) are not reported: the advice is for users' timers, and
+// theirs take long only when the machine is overloaded (a mayday timer
+// creating a worker while many runnable workers share the CPUs).
 void report_slow_callback(void (*fn)(timer_list *), uint64_t ns)
 {
 	unsigned long limit = params().timer_callback_warn_us.load();
-	if (!limit || ns < limit * 1000ull)
+	if (!limit || ns < limit * 1000ull || engine_timer_callback(fn))
 		return;
 	std::string name = func_name(reinterpret_cast<work_func_t>(reinterpret_cast<void *>(fn)));
 	warn_once_msg("slow-timer-" + name,

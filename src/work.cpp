@@ -428,7 +428,7 @@ namespace {
 // Whether a queue call must refuse work: NULL, without a function (a zeroed,
 // never initialised item would crash the worker), or under
 // cmwq.debug_objects an item that was never initialised.
-bool work_refused(work_struct *work, const char *call)
+bool work_refused_slow(work_struct *work, const char *call)
 {
 	if (!work)
 		return null_arg(call, "work");
@@ -441,6 +441,13 @@ bool work_refused(work_struct *work, const char *call)
 		return true;
 	}
 	return debug_objects_on() && !debug_check_queue(work, call);
+}
+
+inline bool work_refused(work_struct *work, const char *call)
+{
+	if (work && work->func && !debug_objects_on()) [[likely]]
+		return false;
+	return work_refused_slow(work, call);
 }
 } // namespace
 

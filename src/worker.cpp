@@ -172,7 +172,7 @@ static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES
 	work_func_t fn = w->current_func;
 	w->pool->lock.unlock();
 	d.run();
-	d = deferred{};
+	d.reset();
 	if (watched)
 		detect_enable_self(w);
 
@@ -297,7 +297,7 @@ static void *worker_thread(void *arg)
 		w->wake.store(0, std::memory_order_relaxed);
 		w->pool->lock.unlock();
 		d.run();
-		d = deferred{};
+		d.reset();
 		detect_disable_self(w); // idle: its switches are nobody's business
 		{
 			unsigned spin_ns = params().idle_spin_ns.load(std::memory_order_relaxed);
@@ -377,7 +377,7 @@ void worker_set_running(worker *w)
 		w->pool->nr_running++;
 }
 
-void deferred::run()
+void deferred::run_collected()
 {
 	for (int i = 0; i < nr_wake; i++)
 		wake_worker(wake[i]);
