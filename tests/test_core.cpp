@@ -56,6 +56,43 @@ void plain_fn(work_struct *) { plain_runs++; }
 
 } // namespace
 
+// ---- the pool lock ---------------------------------------------------------------
+
+// Bugs caught in pool_mutex: two holders at once (a lost update of the
+// plain counter), or a sleeper never woken (the test hangs). Some holders
+// sleep while holding it, so waiters take the futex path, not only the spin.
+TEST(pool_mutex, excludes_and_wakes_sleepers_under_contention)
+{
+	d::pool_mutex m;
+	long counter = 0; // guarded by m, deliberately not atomic
+	constexpr int threads = 4, rounds = 20000;
+	std::vector<std::thread> ts;
+	for (int t = 0; t < threads; t++)
+		ts.emplace_back([&, t] {
+			for (int i = 0; i < rounds; i++) {
+				if ((i + t) % 2000 == 0) {
+					m.lock();
+					long v = counter;
+					std::this_thread::sleep_for(200us);
+					counter = v + 1;
+					m.unlock();
+				} else if (i % 7 == 0) {
+					while (!m.try_lock())
+						std::this_thread::yield();
+					counter++;
+					m.unlock();
+				} else {
+					m.lock();
+					counter++;
+					m.unlock();
+				}
+			}
+		});
+	for (auto &t : ts)
+		t.join();
+	EXPECT_EQ(counter, long(threads) * rounds);
+}
+
 // ---- predicates and state word, no threads -------------------------------------
 
 TEST(policy, need_more_worker_only_when_items_wait_and_nothing_runs)

@@ -120,6 +120,108 @@ TEST(max_active, raising_the_limit_starts_every_waiting_item_it_allows)
 }
 
 namespace {
+std::atomic<int> slot_inside{0}, slot_max{0}, slot_runs[2];
+std::atomic<int> slot_side0_when_side1_began{-1};
+std::atomic<bool> slot_gate{true};
+struct slot_item {
+	work_struct work;
+	int side;
+};
+void slot_fn(work_struct *w)
+{
+	int side = container_of(w, slot_item, work)->side;
+	int in = ++slot_inside;
+	int m = slot_max.load();
+	while (in > m && !slot_max.compare_exchange_weak(m, in)) {
+	}
+	if (side == 1) {
+		int none = -1;
+		slot_side0_when_side1_began.compare_exchange_strong(none, slot_runs[0].load());
+	}
+	std::this_thread::sleep_for(200us);
+	while (!slot_gate.load())
+		std::this_thread::sleep_for(1ms);
+	slot_runs[side]++;
+	slot_inside--;
+}
+} // namespace
+
+// Bugs caught in how an unbound completion passes on its node slot (the
+// system-wide max_active): handed straight back to its own pwq's backlog
+// while a pwq of another pool waits (that one starves until the first
+// drains), reused after max_active was lowered (the node runs more than its
+// new limit), or lost (fewer run than the limit allows afterwards).
+TEST(max_active, unbound_node_slots_go_round_every_waiter_and_follow_a_lowered_limit)
+{
+	const cpumask *usable = cmwq_usable_cpumask();
+	std::vector<int> cpus;
+	for (unsigned c = 0; c < NR_CPUS; c++)
+		if (cpumask_test_cpu(c, usable))
+			cpus.push_back(static_cast<int>(c));
+	if (cpus.size() < 2)
+		GTEST_SKIP() << "needs two CPUs";
+	workqueue_struct *wq = alloc_workqueue("t_node_slots", WQ_UNBOUND, 3);
+	ASSERT_NE(wq, nullptr);
+	workqueue_attrs *attrs = alloc_workqueue_attrs();
+	attrs->affn_scope = WQ_AFFN_CPU; // a pool per CPU, one node limit
+	ASSERT_EQ(apply_workqueue_attrs(wq, attrs), 0);
+	free_workqueue_attrs(attrs);
+	constexpr int per_side = 300;
+	std::vector<slot_item> items(2 * per_side);
+	auto queue_side = [&](int side) {
+		std::thread t([&] {
+			pin(cpus[static_cast<size_t>(side)]);
+			for (int i = 0; i < per_side; i++) {
+				slot_item &it = items[static_cast<size_t>(side * per_side + i)];
+				it.side = side;
+				INIT_WORK(&it.work, slot_fn);
+				EXPECT_TRUE(queue_work(wq, &it.work));
+			}
+		});
+		t.join();
+	};
+	queue_side(0);
+	ASSERT_TRUE(wait_until([] { return slot_runs[0].load() >= 20; }));
+	queue_side(1); // side 0 still has a backlog of about 280
+	ASSERT_TRUE(wait_until([] { return slot_runs[1].load() >= 20; }, 20000ms));
+	EXPECT_LT(slot_side0_when_side1_began.load(), per_side - 50)
+		<< "the second pool's items waited until the first pool's backlog drained";
+	EXPECT_LE(slot_max.load(), 3) << "more items ran at once than max_active 3";
+	flush_workqueue(wq);
+	EXPECT_EQ(slot_runs[0].load(), per_side);
+	EXPECT_EQ(slot_runs[1].load(), per_side);
+
+	// One pool's backlog alone (each completion's slot goes back to it),
+	// then max_active lowered to 1.
+	slot_runs[0] = 0;
+	queue_side(0);
+	ASSERT_TRUE(wait_until([] { return slot_runs[0].load() >= 20; }));
+	workqueue_set_max_active(wq, 1);
+	// Items activated before the change may still start; after this many
+	// more completions the active set has turned over.
+	int seen = slot_runs[0].load();
+	ASSERT_TRUE(wait_until([&] { return slot_runs[0].load() >= seen + 30; }, 20000ms));
+	slot_max = slot_inside.load();
+	flush_workqueue(wq);
+	EXPECT_EQ(slot_runs[0].load(), per_side);
+	EXPECT_LE(slot_max.load(), 1) << "the node ran more than the lowered max_active 1";
+
+	// No slot was lost: raised again, three gated items run at once.
+	workqueue_set_max_active(wq, 3);
+	slot_gate = false;
+	for (int i = 0; i < 3; i++) {
+		slot_item &it = items[static_cast<size_t>(i)];
+		INIT_WORK(&it.work, slot_fn);
+		EXPECT_TRUE(queue_work(wq, &it.work));
+	}
+	EXPECT_TRUE(wait_until([] { return slot_inside.load() == 3; }, 20000ms))
+		<< "only " << slot_inside.load() << " of 3 running: a node slot was lost";
+	slot_gate = true;
+	flush_workqueue(wq);
+	destroy_workqueue(wq);
+}
+
+namespace {
 std::atomic<bool> wd_release{false};
 void wd_stuck_fn(work_struct *)
 {
