@@ -377,7 +377,7 @@ inline void worker_init_flags(worker *w, unsigned f) NO_THREAD_SAFETY_ANALYSIS
 }
 
 struct wq_node_nr_active {
-	mutex lock;                 // N
+	pool_mutex lock;            // N (a leaf under L: the same short-hold lock)
 	int max GUARDED_BY(lock) = WQ_DFL_MIN_ACTIVE;     // N
 	int nr GUARDED_BY(lock) = 0;                      // N
 	std::vector<pool_workqueue *> pending GUARDED_BY(lock); // N: FIFO of pwqs waiting for a slot
