@@ -332,8 +332,10 @@ struct worker {
 	uint64_t cpu_clock_last = 0;     // K: thread CPU clock at its last read
 	uint64_t cpu_charged = 0;        // K: wall time charged to short items since
 	int nr_short = 0;                // K: short items since the last read
-	uint64_t clock_ns = 0;           // K: its last CLOCK_MONOTONIC read (end of the
-	                                 //    previous item, or its wake): one read per item
+	uint64_t clock_ns = 0;           // K: CLOCK_MONOTONIC at the end of the previous item
+	                                 //    (worker_clock_ns) or at its wake (a clock read)
+	uint64_t anchor_ns = 0;          // K: the clock read worker_clock_ns derives from
+	unsigned long long anchor_cycles = 0; // K: the cycle counter at that read
 	bool sleeping GUARDED_BY(pool->lock) = false;           // L: counted out of nr_running (hint or monitor)
 	std::atomic<int> hint_depth{0};  // A: nesting of cmwq_blocking_begin, written by its worker (the monitor
 	                                 //    reads it under L; a stale read only delays a restore)

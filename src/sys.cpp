@@ -9,6 +9,7 @@
 #include <cmwq/version.h>
 
 #include <cxxabi.h>
+#include <mutex>
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <syslog.h>
@@ -42,6 +43,98 @@ uint64_t now_ns()
 	timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+namespace {
+
+// The cycle counter's rate, learnt from the workers' clock reads against
+// the first one: ns per count in 32.32 fixed point, 0 until reads 20 ms
+// apart give it, and 0 for good where the counter cannot be trusted (x86
+// without an invariant TSC, or no counter at all).
+struct counter_rate {
+	std::atomic<uint64_t> mult{0};
+	std::atomic<unsigned long long> window{0}; // counts in 200 us
+	uint64_t ns0 = 0;                          // I after the once
+	unsigned long long c0 = 0;                 // I
+	bool usable = false;                       // I
+	std::once_flag once;
+};
+
+counter_rate &rate()
+{
+	static counter_rate r;
+	return r;
+}
+
+bool counter_trusted()
+{
+#if defined(__x86_64__) || defined(__i386__)
+	// Constant rate and not stopped in idle states: the two flags the
+	// kernel itself needs before it uses the TSC as a clock.
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (!f)
+		return false;
+	char line[4096];
+	bool constant = false, nonstop = false;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "flags", 5) != 0)
+			continue;
+		constant = strstr(line, " constant_tsc") != nullptr;
+		nonstop = strstr(line, " nonstop_tsc") != nullptr;
+		break;
+	}
+	fclose(f);
+	return constant && nonstop;
+#elif defined(__aarch64__)
+	return true; // the architected counter has a fixed frequency
+#else
+	return false;
+#endif
+}
+
+void rate_learn(uint64_t ns, unsigned long long c)
+{
+	auto &r = rate();
+	std::call_once(r.once, [&r, ns, c] {
+		r.usable = counter_trusted() && c != 0;
+		r.ns0 = ns;
+		r.c0 = c;
+	});
+	if (!r.usable || ns - r.ns0 < 20000000ull || c <= r.c0)
+		return;
+	auto m = static_cast<uint64_t>((static_cast<unsigned __int128>(ns - r.ns0) << 32) / (c - r.c0));
+	if (!m)
+		return;
+	r.window.store(static_cast<unsigned long long>((static_cast<unsigned __int128>(200000) << 32) / m),
+		       std::memory_order_relaxed);
+	r.mult.store(m, std::memory_order_relaxed);
+}
+
+} // namespace
+
+uint64_t worker_clock_anchor(worker *w)
+{
+	uint64_t ns = now_ns();
+	unsigned long long c = cycle_counter();
+	w->anchor_ns = ns;
+	w->anchor_cycles = c;
+	rate_learn(ns, c);
+	return ns > w->clock_ns ? ns : w->clock_ns;
+}
+
+uint64_t worker_clock_ns(worker *w)
+{
+	auto &r = rate();
+	uint64_t m = r.mult.load(std::memory_order_relaxed);
+	if (m && w->anchor_ns) {
+		unsigned long long c = cycle_counter();
+		unsigned long long d = c - w->anchor_cycles;
+		if (c >= w->anchor_cycles && d < r.window.load(std::memory_order_relaxed)) {
+			uint64_t ns = w->anchor_ns + static_cast<uint64_t>((static_cast<unsigned __int128>(d) * m) >> 32);
+			return ns > w->clock_ns ? ns : w->clock_ns;
+		}
+	}
+	return worker_clock_anchor(w);
 }
 
 uint64_t thread_cpu_ns()

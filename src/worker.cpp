@@ -142,9 +142,9 @@ static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES
 	w->desc[0] = '\0';
 	w->current_pwq = pwq;
 	w->current_color = work_color(data);
-	// The clock was read when the previous item ended (or at the wake): the
-	// bookkeeping in between is far below anything the start time is used
-	// for (hog and watchdog thresholds), and a read costs ~40 ns in a VM.
+	// The time the previous item ended (or the wake): the bookkeeping in
+	// between is far below anything the start time is used for (hog and
+	// watchdog thresholds), and no second read is paid per item.
 	w->current_start_ns = w->clock_ns;
 	hash_add(pool, w);
 	list_del_init(&work->entry);
@@ -195,7 +195,7 @@ static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES
 	fn(work);
 	w->in_item.store(false, std::memory_order_relaxed);
 	CMWQ_PROBE2(workqueue_execute_end, work, fn);
-	w->clock_ns = now_ns();
+	w->clock_ns = worker_clock_ns(w);
 	uint64_t wall = w->clock_ns - t0;
 	uint64_t cpu = wall;
 	if (wall >= 50000) {
@@ -266,7 +266,7 @@ static void *worker_thread(void *arg)
 	tl_worker = w;
 	w->thread = pthread_self(); // published by the tid store below
 	w->cpu_clock_last = thread_cpu_ns();
-	w->clock_ns = now_ns();
+	w->clock_ns = worker_clock_anchor(w);
 	__atomic_store_n(&w->tid, static_cast<pid_t>(syscall(SYS_gettid)), __ATOMIC_RELEASE);
 	set_thread_name(w);
 	pin_self(pool->cpus);
@@ -308,7 +308,7 @@ static void *worker_thread(void *arg)
 			}
 			worker_wait_word(w);
 		}
-		w->clock_ns = now_ns();
+		w->clock_ns = worker_clock_anchor(w);
 		w->pool->lock.lock();
 	}
 	// Dying: the culler already took us off the idle list and the counts.

@@ -93,6 +93,37 @@ TEST(pool_mutex, excludes_and_wakes_sleepers_under_contention)
 	EXPECT_EQ(counter, long(threads) * rounds);
 }
 
+// ---- the item clock --------------------------------------------------------------
+
+// Bugs caught in worker_clock_ns: a wrong counter rate (the derived time
+// drifts from CLOCK_MONOTONIC within the 200 us window), a window that
+// never expires (drift grows without bound), or time going backwards.
+TEST(worker_clock, follows_the_monotonic_clock_and_never_goes_back)
+{
+	d::worker w;
+	uint64_t last = d::worker_clock_anchor(&w);
+	w.clock_ns = last;
+	auto until = std::chrono::steady_clock::now() + 300ms; // past the 20 ms calibration
+	int checks = 0;
+	while (std::chrono::steady_clock::now() < until) {
+		if (checks % 16 == 0)
+			w.clock_ns = d::worker_clock_anchor(&w);
+		uint64_t before = d::now_ns();
+		std::this_thread::sleep_for(std::chrono::microseconds(20 + (checks % 10) * 30));
+		uint64_t lo = d::now_ns();
+		uint64_t v = d::worker_clock_ns(&w);
+		uint64_t hi = d::now_ns();
+		ASSERT_GE(v, w.clock_ns) << "went back";
+		// Within 20 us of the clock (the rate is learnt over at least 20 ms).
+		ASSERT_GE(v + 20000, lo) << "behind the clock by " << (lo - v) << " ns";
+		ASSERT_LE(v, hi + 20000) << "ahead of the clock by " << (v - hi) << " ns";
+		ASSERT_GE(v, before);
+		w.clock_ns = v;
+		checks++;
+	}
+	EXPECT_GT(checks, 100);
+}
+
 // ---- predicates and state word, no threads -------------------------------------
 
 TEST(policy, need_more_worker_only_when_items_wait_and_nothing_runs)
