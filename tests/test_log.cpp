@@ -1,6 +1,8 @@
 // <cmwq/log.h> and <cmwq/version.h>: with a handler every message goes to it,
 // one call per line, and nothing to stderr; NULL restores stderr. The
 // version macros and the run-time version agree.
+#include <cmwq/linux/delay.h>
+#include <cmwq/linux/timer.h>
 #include <cmwq/linux/workqueue.h>
 #include <cmwq/log.h>
 #include <cmwq/params.h>
@@ -9,7 +11,10 @@
 
 #include <syslog.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -63,6 +68,41 @@ TEST(log, a_handler_gets_every_message_and_stderr_gets_none)
 	EXPECT_NE(err.find("needs a WQ_UNBOUND workqueue"), std::string::npos) << err;
 	free_workqueue_attrs(attrs);
 	destroy_workqueue(wq);
+}
+
+// Exported, so the report can name it (dladdr).
+extern "C" {
+std::atomic<int> log_slow_timer_done{0};
+void log_slow_user_timer(struct timer_list *)
+{
+	msleep(25);
+	log_slow_timer_done = 1;
+}
+}
+
+// A user's timer callback past cmwq.timer_callback_warn_us is reported by
+// name (the engine's own idle, mayday and delayed-work callbacks are not:
+// they are slow only on an overloaded machine).
+TEST(log, a_slow_timer_callback_is_reported_by_name)
+{
+	captured c;
+	cmwq_set_log_handler(handler, &c);
+	ASSERT_EQ(cmwq_param_set("cmwq.timer_callback_warn_us", "10000"), 0);
+	struct timer_list t;
+	timer_setup(&t, log_slow_user_timer, 0);
+	mod_timer(&t, jiffies + 1);
+	for (int i = 0; i < 2000 && !log_slow_timer_done.load(); i++)
+		std::this_thread::sleep_for(std::chrono::milliseconds(5));
+	ASSERT_EQ(log_slow_timer_done.load(), 1);
+	timer_delete_sync(&t);
+	bool seen = false;
+	for (int i = 0; i < 200 && !seen; i++) {
+		seen = has(c, "timer callback log_slow_user_timer ran for");
+		if (!seen)
+			std::this_thread::sleep_for(std::chrono::milliseconds(5));
+	}
+	cmwq_set_log_handler(nullptr, nullptr);
+	EXPECT_TRUE(seen) << "no report naming the slow callback";
 }
 
 TEST(version, macros_and_run_time_version_agree)
