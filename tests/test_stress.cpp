@@ -4,11 +4,14 @@
 // CPU, a given CPU, a node), delayed and mod_delayed, cancel and
 // cancel_sync (plain and delayed), flush_work and flush_delayed_work,
 // flush_workqueue, set_max_active, apply_workqueue_attrs (nice, cpumask,
-// scope, strict), freeze and thaw, and alloc/queue/drain/destroy of scratch
-// workqueues. Runs for CMWQ_STRESS_SECONDS (default 4).
+// scope, strict), freeze and thaw, alloc/queue/drain/destroy of scratch
+// workqueues, and switching the unbound pools' mode (kernel and managed
+// concurrency, the local wake on and off). Runs for CMWQ_STRESS_SECONDS
+// (default 4).
 #include <gtest/gtest.h>
 
 #include <cmwq/linux/workqueue.h>
+#include <cmwq/params.h>
 
 #include "test_util.hpp"
 
@@ -97,7 +100,7 @@ TEST(stress, every_operation_from_8_threads_runs_or_cancels_each_queued_item_onc
 				int k = static_cast<int>(rng() % nitems);
 				item &it = items[static_cast<size_t>(k)];
 				workqueue_struct *wq = wqs[k % nwq]; // an item stays on one workqueue
-				switch (rng() % 20) {
+				switch (rng() % 21) {
 				case 0: case 1: case 2:
 					if (queue_work(wq, &it.dw.work))
 						it.queued++;
@@ -181,6 +184,16 @@ TEST(stress, every_operation_from_8_threads_runs_or_cancels_each_queued_item_onc
 					destroy_workqueue(s);
 					break;
 				}
+				case 19:
+					// The unbound pools change mode while items run: workers
+					// gain or lose WORKER_UNBOUND, kicks narrow or not.
+					switch (rng() % 4) {
+					case 0: EXPECT_EQ(cmwq_param_set("cmwq.unbound_concurrency", "managed"), 0); break;
+					case 1: EXPECT_EQ(cmwq_param_set("cmwq.unbound_concurrency", "kernel"), 0); break;
+					case 2: EXPECT_EQ(cmwq_param_set("cmwq.unbound_local_wake", "0"), 0); break;
+					default: EXPECT_EQ(cmwq_param_set("cmwq.unbound_local_wake", "1"), 0); break;
+					}
+					break;
 				default:
 					std::this_thread::yield();
 					break;
@@ -190,6 +203,8 @@ TEST(stress, every_operation_from_8_threads_runs_or_cancels_each_queued_item_onc
 		});
 	for (auto &t : ts)
 		t.join();
+	EXPECT_EQ(cmwq_param_set("cmwq.unbound_concurrency", "kernel"), 0);
+	EXPECT_EQ(cmwq_param_set("cmwq.unbound_local_wake", "1"), 0);
 	for (auto &it : items)
 		flush_delayed_work(&it.dw);
 	for (auto *wq : wqs)
