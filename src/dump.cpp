@@ -20,7 +20,9 @@ static void print_pool_line(FILE *f, worker_pool *pool, uint64_t now) REQUIRES(p
 		fprintf(f, " node=%d", pool->node);
 	fprintf(f, " flags=0x%x nice=%d", pool->flags, pool->nice);
 	if (!list_empty(&pool->worklist))
-		fprintf(f, " hung=%llus", static_cast<unsigned long long>((now - pool->last_progress_ns) / 1000000000ull));
+		fprintf(f, " hung=%llus",
+			static_cast<unsigned long long>(
+				(now > pool->last_progress_ns ? now - pool->last_progress_ns : 0) / 1000000000ull));
 	fprintf(f, " workers=%d", pool->nr_workers);
 	if (pool->flags & POOL_MANAGER_ACTIVE)
 		fprintf(f, " manager");
@@ -82,7 +84,10 @@ void show_wq(FILE *f, workqueue_struct *wq, uint64_t now)
 				 __atomic_load_n(&w->tid, __ATOMIC_ACQUIRE), w->rescuer ? "(RESCUER)" : "",
 				 current_item_name(w).c_str(), w->desc[0] ? " (" : "", w->desc,
 				 w->desc[0] ? ")" : "",
-				 static_cast<unsigned long long>((now - w->current_start_ns) / 1000000000ull));
+				 // The start may be a counter-derived time a few ns ahead
+				 // of this clock read (worker_clock_ns).
+				 static_cast<unsigned long long>(
+					 (now > w->current_start_ns ? now - w->current_start_ns : 0) / 1000000000ull));
 			infl += buf;
 		}
 		if (!infl.empty())

@@ -64,7 +64,11 @@ system_info snapshot()
 		pi.nr_running = pool->nr_running;
 		for (list_head *e = pool->worklist.next; e != &pool->worklist; e = e->next)
 			pi.nr_pending++;
-		pi.hung_s = list_empty(&pool->worklist) ? 0 : (now - pool->last_progress_ns) / 1e9;
+		// last_progress_ns may be a worker's counter-derived time, a few ns
+		// ahead of this read.
+		pi.hung_s = list_empty(&pool->worklist) || now <= pool->last_progress_ns
+				    ? 0
+				    : (now - pool->last_progress_ns) / 1e9;
 		pi.flags = pool->flags;
 		si.pools.push_back(std::move(pi));
 	}
