@@ -180,7 +180,7 @@ if [ -f "$tmp/blocking.json" ] && [ "$(jq '[.blocking[] | select(.timeline_us)] 
 	colors="#3b7dd8 #c0392b #27ae60 #8e44ad #e67e22 #16a085 #7f8c8d"
 	while [ $i -lt "$n" ]; do
 		jq -r "[.blocking[] | select(.timeline_us)][$i] | .timeline_us | to_entries[] | \"\(.value[0] / 1000) \(.key) \((.value[1] - .value[0]) / 1000)\"" "$f" >"$tmp/tl$i.dat"
-		label=$(jq -r "[.blocking[] | select(.timeline_us)][$i] | \"\(if .impl == \"cmwq\" then \"cmwq, hints \(.hints)\" else .impl end): \(.wall_ms) ms, \(.peak_threads) threads\"" "$f")
+		label=$(jq -r "[.blocking[] | select(.timeline_us)][$i] | \"\(if .impl == \"cmwq\" then \"cmwq \(.wq // \"percpu\"), hints \(.hints)\" else .impl end): \(.wall_ms) ms, \(.peak_threads) threads\"" "$f")
 		c=$(echo $colors | cut -d' ' -f$((i % 7 + 1)))
 		plots="$plots${plots:+, }\"$tmp/tl$i.dat\" using 1:(\$2 + $i * 0.15):3:(0) with vectors nohead lw 1 lc rgb \"$c\" title \"$label\""
 		i=$((i + 1))

@@ -811,14 +811,24 @@ struct bench {
 			b.sleep_us = o.sleep_us;
 			b.timeline = o.timeline;
 			b.timeout_s = o.timeout;
+			// Per-CPU first (the ratio's reference), then the default
+			// scope of an unbound workqueue, where the kernel's rule starts
+			// every item at once.
+			for (bool unbound : {false, true})
 			for (bool hints : {true, false}) {
-				series s{"blocking", hints ? "cmwq, blocking hints" : "cmwq, no hints"};
+				std::string label = unbound ? (hints ? "cmwq default scope, hints" : "cmwq default scope, no hints")
+							    : (hints ? "cmwq, blocking hints" : "cmwq, no hints");
+				series s{"blocking", label};
 				s.tags["impl"] = "cmwq";
 				s.tags["hints"] = hints ? "yes" : "no";
-				s.job = [this, b, hints](metrics &m, std::string &err, series &se) {
-					workqueue_struct *wq = alloc_workqueue("%s", WQ_PERCPU, 0, "wqb_blocking");
+				s.tags["wq"] = unbound ? "unbound" : "percpu";
+				s.job = [this, b, hints, unbound](metrics &m, std::string &err, series &se) {
+					workqueue_struct *wq =
+						unbound ? make_unbound_wq("wqb_blocking", 0, cmwq::affinity_scope::dfl, err)
+							: alloc_workqueue("%s", WQ_PERCPU, 0, "wqb_blocking");
 					if (!wq) {
-						err = "alloc_workqueue(wqb_blocking, WQ_PERCPU) failed";
+						if (err.empty())
+							err = "alloc_workqueue(wqb_blocking, WQ_PERCPU) failed";
 						return false;
 					}
 					blocking_config c = b;
@@ -1176,7 +1186,8 @@ void print_tables(const bench &b, const std::string &cmdline)
 	}
 	if (o.protocols.count("blocking")) {
 		std::printf("\nblocking: %d items that each sleep %u us, queued from CPU %d; cmwq on a "
-			    "per-CPU workqueue; ratio = wall time / cmwq's with hints (lower is faster)\n",
+			    "per-CPU workqueue, then on an unbound one (default scope); ratio = wall time / "
+			    "cmwq per-CPU's with hints (lower is faster)\n",
 			    o.blocking_items, o.sleep_us, b.usable.front());
 		const series *ref = b.find("blocking", "cmwq, blocking hints");
 		std::printf("%-36s %9s %7s %10s %8s %12s %8s %12s\n", "impl", "wall_ms", "ratio",
