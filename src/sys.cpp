@@ -92,15 +92,39 @@ bool counter_trusted()
 #endif
 }
 
-void rate_learn(uint64_t ns, unsigned long long c)
+// A clock read paired with the counter, read on both sides of it: the pair
+// is only as good as nothing (a preemption, an emulator) came between the
+// two. Returns the bracket's width in counts.
+unsigned long long paired_read(uint64_t &ns, unsigned long long &c)
+{
+	unsigned long long a = cycle_counter();
+	ns = now_ns();
+	unsigned long long b = cycle_counter();
+	c = a + (b - a) / 2;
+	return b - a;
+}
+
+void rate_learn(uint64_t ns, unsigned long long c, unsigned long long width)
 {
 	auto &r = rate();
-	std::call_once(r.once, [&r, ns, c] {
-		r.usable = counter_trusted() && c != 0;
-		r.ns0 = ns;
-		r.c0 = c;
+	std::call_once(r.once, [&r] {
+		// The base pair: the tightest of a few.
+		unsigned long long best = ~0ull;
+		for (int i = 0; i < 5; i++) {
+			uint64_t n;
+			unsigned long long k;
+			unsigned long long wd = paired_read(n, k);
+			if (wd < best) {
+				best = wd;
+				r.ns0 = n;
+				r.c0 = k;
+			}
+		}
+		r.usable = counter_trusted() && r.c0 != 0;
 	});
-	if (!r.usable || ns - r.ns0 < 20000000ull || c <= r.c0)
+	// At least 100 ms apart, and this pair's bracket under 0.1% of the
+	// interval: a preempted read would skew the rate.
+	if (!r.usable || ns - r.ns0 < 100000000ull || c <= r.c0 || width * 1000 > c - r.c0)
 		return;
 	auto m = static_cast<uint64_t>((static_cast<unsigned __int128>(ns - r.ns0) << 32) / (c - r.c0));
 	if (!m)
@@ -114,11 +138,16 @@ void rate_learn(uint64_t ns, unsigned long long c)
 
 uint64_t worker_clock_anchor(worker *w)
 {
-	uint64_t ns = now_ns();
-	unsigned long long c = cycle_counter();
-	w->anchor_ns = ns;
+	uint64_t ns;
+	unsigned long long c;
+	unsigned long long width = paired_read(ns, c);
+	rate_learn(ns, c, width);
+	// A loose pair (over 10 us: preempted between the reads) anchors
+	// nothing: the next item end reads the clock again.
+	unsigned long long limit = rate().window.load(std::memory_order_relaxed) / 20;
+	bool tight = !limit || width <= limit;
+	w->anchor_ns = tight ? ns : 0;
 	w->anchor_cycles = c;
-	rate_learn(ns, c);
 	return ns > w->clock_ns ? ns : w->clock_ns;
 }
 
