@@ -169,14 +169,16 @@ static void pwq_dec_nr_active(pool_workqueue *pwq, deferred &d) REQUIRES(pwq->po
 		pwq_activate_first_inactive(pwq, true, d);
 		return;
 	}
+	bool handed;
 	{
 		lock_guard lk(nna->lock);
 		// The common case of a busy unbound workqueue: nobody else waits on
 		// the node, so the slot goes straight to this pwq's next inactive
 		// item in one hold of N (what node_activate_pending would decide,
 		// without the release and retake).
-		if (!pwq->plugged && !list_empty(&pwq->inactive_works) && nna->nr <= nna->max &&
-		    (nna->pending.empty() || (nna->pending.size() == 1 && nna->pending.front() == pwq))) {
+		handed = !pwq->plugged && !list_empty(&pwq->inactive_works) && nna->nr <= nna->max &&
+			 (nna->pending.empty() || (nna->pending.size() == 1 && nna->pending.front() == pwq));
+		if (handed) {
 			pwq->nr_active++;
 			pwq_activate_work(pwq, entry_work(pwq->inactive_works.next));
 			if (list_empty(&pwq->inactive_works))
@@ -185,15 +187,14 @@ static void pwq_dec_nr_active(pool_workqueue *pwq, deferred &d) REQUIRES(pwq->po
 				nna_add_pending(nna, pwq);
 		} else {
 			nna->nr--;
-			nna = nullptr;
 		}
 	}
-	if (nna) {
+	if (handed) {
 		if (d.rechecks != pwq->pool)
 			kick_pool(pwq->pool, d);
 		return;
 	}
-	node_activate_pending(pwq, pwq_nna(pwq), d);
+	node_activate_pending(pwq, nna, d);
 }
 
 // A slot of nna is free: give it to the first waiting pwq that has an

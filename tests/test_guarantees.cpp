@@ -35,6 +35,16 @@ void pin(int cpu)
 	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
+std::vector<int> usable_cpus()
+{
+	const cpumask *usable = cmwq_usable_cpumask();
+	std::vector<int> cpus;
+	for (unsigned c = 0; c < NR_CPUS; c++)
+		if (cpumask_test_cpu(c, usable))
+			cpus.push_back(static_cast<int>(c));
+	return cpus;
+}
+
 std::atomic<int> reent_inside{0}, reent_max{0}, reent_runs{0};
 void reent_fn(work_struct *)
 {
@@ -54,11 +64,7 @@ void reent_fn(work_struct *)
 // twice at once.
 TEST(non_reentrancy, item_running_on_one_cpu_queued_from_another_never_runs_twice_at_once)
 {
-	const cpumask *usable = cmwq_usable_cpumask();
-	std::vector<int> cpus;
-	for (unsigned c = 0; c < NR_CPUS; c++)
-		if (cpumask_test_cpu(c, usable))
-			cpus.push_back(static_cast<int>(c));
+	std::vector<int> cpus = usable_cpus();
 	if (cpus.size() < 2)
 		GTEST_SKIP() << "needs two CPUs";
 	workqueue_struct *wq = alloc_workqueue("t_reent", WQ_PERCPU, 0);
@@ -153,11 +159,7 @@ void slot_fn(work_struct *w)
 // new limit), or lost (fewer run than the limit allows afterwards).
 TEST(max_active, unbound_node_slots_go_round_every_waiter_and_follow_a_lowered_limit)
 {
-	const cpumask *usable = cmwq_usable_cpumask();
-	std::vector<int> cpus;
-	for (unsigned c = 0; c < NR_CPUS; c++)
-		if (cpumask_test_cpu(c, usable))
-			cpus.push_back(static_cast<int>(c));
+	std::vector<int> cpus = usable_cpus();
 	if (cpus.size() < 2)
 		GTEST_SKIP() << "needs two CPUs";
 	workqueue_struct *wq = alloc_workqueue("t_node_slots", WQ_UNBOUND, 3);
