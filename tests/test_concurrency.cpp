@@ -235,41 +235,8 @@ TEST(unannotated_blocking, items_blocked_on_a_contended_mutex_let_others_run)
 
 // ---- CPU hogs --------------------------------------------------------------------
 
-namespace {
-std::atomic<bool> burner_done{false};
-std::atomic<bool> small_ran_during_burn{false};
-void burner_fn(work_struct *)
-{
-	auto end = std::chrono::steady_clock::now() + 300ms;
-	while (std::chrono::steady_clock::now() < end) {
-	}
-	burner_done = true;
-}
-void small_fn(work_struct *)
-{
-	if (!burner_done)
-		small_ran_during_burn = true;
-}
-} // namespace
-
-TEST(cpu_hog, burner_is_reclassified_so_the_item_behind_it_runs)
-{
-	ASSERT_EQ(cmwq_param_set("workqueue.cpu_intensive_thresh_us", "10000"), 0);
-	auto *wq = alloc_workqueue("hog", WQ_PERCPU, 0);
-	work_struct b, s;
-	INIT_WORK(&b, burner_fn);
-	INIT_WORK(&s, small_fn);
-	testing::internal::CaptureStderr();
-	queue_work_on(test_cpu(), wq, &b);
-	queue_work_on(test_cpu(), wq, &s);
-	flush_workqueue(wq);
-	std::string err = testing::internal::GetCapturedStderr();
-	EXPECT_TRUE(small_ran_during_burn.load());
-	uint64_t st[PWQ_NR_STATS];
-	cmwq_workqueue_stats(wq, st);
-	EXPECT_GE(st[PWQ_STAT_CPU_INTENSIVE], 1u);
-	destroy_workqueue(wq);
-}
+// A 300 ms burner that is reclassified as CPU-intensive so the item
+// behind it runs: test_detect.cpp's hog_in_mode, in every detector mode.
 
 // 8 ms of this thread's CPU time, however loaded the machine is.
 void burn_8ms_cpu(work_struct *)

@@ -401,4 +401,4 @@ TEST_P(hog_in_mode, burner_is_reclassified_so_the_item_behind_it_runs)
 	destroy_workqueue(wq);
 }
 
-INSTANTIATE_TEST_SUITE_P(modes, hog_in_mode, testing::Values("perf", "sample", "off"));
+INSTANTIATE_TEST_SUITE_P(modes, hog_in_mode, testing::Values("auto", "perf", "sample", "off"));
