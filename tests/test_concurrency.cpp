@@ -355,6 +355,28 @@ TEST(rescuer, reclaim_queue_progresses_while_worker_creation_fails)
 	destroy_workqueue(wq);
 }
 
+// The mayday timer is armed once per starvation (a kick that finds no idle
+// worker does not re-arm one that is pending) and disarms when it finds the
+// pool served: a pool starved a second time, after it recovered, must get
+// the timer, and so the rescuer, again.
+TEST(rescuer, a_pool_starved_again_after_it_recovered_is_rescued_again)
+{
+	auto *wq = alloc_workqueue("reclaim2", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	auto *attrs = alloc_workqueue_attrs();
+	attrs->nice = 5; // a pool of its own
+	ASSERT_EQ(apply_workqueue_attrs(wq, attrs), 0);
+	free_workqueue_attrs(attrs);
+	run_starved(wq, "reclaim2", true);
+	// Served again: the timer's next pass (every 100 ms while armed) finds
+	// nothing waiting and disarms.
+	std::this_thread::sleep_for(400ms);
+	run_starved(wq, "reclaim2", true);
+	uint64_t st[PWQ_NR_STATS];
+	cmwq_workqueue_stats(wq, st);
+	EXPECT_GE(st[PWQ_STAT_RESCUED], 2u);
+	destroy_workqueue(wq);
+}
+
 TEST(rescuer, queue_without_rescuer_resumes_once_creation_succeeds)
 {
 	auto *wq = alloc_workqueue("norescue", WQ_UNBOUND, 0);
