@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <cmwq/control.h>
+#include <cmwq/introspect.hpp>
+#include <cmwq/params.h>
 #include <cmwq/linux/workqueue.h>
 
 #include "test_util.hpp"
@@ -20,6 +22,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -169,7 +172,8 @@ int child_has_its_own_endpoint()
 	const char *p = cmwq_control_path();
 	if (!p)
 		return 10;
-	std::string want = "/" + std::to_string(getpid()) + ".sock";
+	char want[32];
+	std::snprintf(want, sizeof want, "/%d.sock", static_cast<int>(getpid()));
 	if (std::string(p).find(want) == std::string::npos)
 		return 11;
 	cmwq_control_stop();
@@ -248,4 +252,104 @@ TEST(fork, forking_while_other_threads_use_the_engine)
 		t.join();
 	flush_workqueue(wq);
 	destroy_workqueue(wq);
+}
+
+namespace {
+std::atomic<bool> release_starvers{false};
+std::atomic<int> starvers_started{0};
+std::atomic<bool> rescued_ran{false}, rescued_by_rescuer{false};
+workqueue_struct *starved_reclaim_wq;
+
+void starver_fn(work_struct *)
+{
+	starvers_started++;
+	while (!release_starvers.load())
+		std::this_thread::sleep_for(1ms);
+}
+void rescued_fn(work_struct *)
+{
+	rescued_by_rescuer = current_is_workqueue_rescuer();
+	rescued_ran = true;
+}
+
+int workers_of(const std::string &wq_name)
+{
+	auto si = cmwq::snapshot();
+	int pool = -1;
+	for (auto &w : si.workqueues)
+		if (w.name == wq_name && !w.cpu_pool.empty())
+			pool = w.cpu_pool.front();
+	for (auto &p : si.pools)
+		if (p.id == pool)
+			return p.nr_workers;
+	return -1;
+}
+
+int child_starved_pool_is_rescued()
+{
+	// Worker creation still fails here (the parameter is inherited) and the
+	// pool starts with no worker: only the rescuer can run the item, and it
+	// is summoned only if the mayday timer is armed in this process.
+	work_struct w;
+	INIT_WORK(&w, rescued_fn);
+	queue_work(starved_reclaim_wq, &w);
+	auto end = std::chrono::steady_clock::now() + 10s;
+	while (!rescued_ran.load() && std::chrono::steady_clock::now() < end)
+		std::this_thread::sleep_for(1ms);
+	if (!rescued_ran.load())
+		return 13;
+	return rescued_by_rescuer.load() ? 0 : 14;
+}
+} // namespace
+
+// The parent forks while a pool is starved and its mayday timer is armed:
+// the child has no timers of the parent's, so its pool must arm one anew
+// when it starves, or a reclaim workqueue there is never rescued.
+TEST(fork, a_child_whose_parent_was_starved_still_rescues)
+{
+	if (getenv("CMWQ_UNDER_EMULATION"))
+		GTEST_SKIP() << "qemu user-mode emulation: forking while the parent's workers run can hang "
+				"the child in the emulator (see child_runs_existing_and_new_workqueues...)";
+	struct creation_restored {
+		~creation_restored() { cmwq_param_set("cmwq.fail_worker_creation", "0"); }
+	} restore;
+	// Two workqueues on one pool of their own (same attributes): the plain
+	// one's item keeps the pool starved in the parent, since the rescuer
+	// takes only its own workqueue's items.
+	auto *attrs = alloc_workqueue_attrs();
+	attrs->nice = 6;
+	starved_reclaim_wq = alloc_workqueue("t_fork_reclaim", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	auto *plain = alloc_workqueue("t_fork_plain", WQ_UNBOUND, 0);
+	ASSERT_NE(starved_reclaim_wq, nullptr);
+	ASSERT_NE(plain, nullptr);
+	ASSERT_EQ(apply_workqueue_attrs(starved_reclaim_wq, attrs), 0);
+	ASSERT_EQ(apply_workqueue_attrs(plain, attrs), 0);
+	free_workqueue_attrs(attrs);
+	work_struct warm;
+	INIT_WORK(&warm, [](work_struct *) {});
+	queue_work(plain, &warm);
+	flush_work(&warm);
+	ASSERT_EQ(cmwq_param_set("cmwq.fail_worker_creation", "-1"), 0);
+	std::vector<work_struct> starvers(64);
+	int n = 0;
+	while (n < workers_of("t_fork_plain") && n < 63) {
+		INIT_WORK(&starvers[static_cast<size_t>(n)], starver_fn);
+		queue_work(plain, &starvers[static_cast<size_t>(n)]);
+		n++;
+		int want = n;
+		ASSERT_TRUE(wait_until([&] { return starvers_started.load() >= want; }));
+	}
+	ASSERT_GT(n, 0);
+	INIT_WORK(&starvers[63], starver_fn);
+	queue_work(plain, &starvers[63]); // waits: no idle worker, none created
+	std::this_thread::sleep_for(50ms); // past the timer's first 10 ms: it re-arms while starved
+
+	EXPECT_EQ(in_child(child_starved_pool_is_rescued), 0) << "(13: not rescued within 10 s; 14: not by the rescuer)";
+
+	ASSERT_EQ(cmwq_param_set("cmwq.fail_worker_creation", "0"), 0);
+	release_starvers = true;
+	flush_workqueue(plain);
+	EXPECT_EQ(starvers_started.load(), n + 1);
+	destroy_workqueue(plain);
+	destroy_workqueue(starved_reclaim_wq);
 }
