@@ -300,17 +300,6 @@ TEST(unbound_concurrency, parameter_accepts_kernel_and_managed_only)
 namespace {
 std::atomic<long> tiny_ran{0};
 void tiny_fn(work_struct *) { tiny_ran.fetch_add(1, std::memory_order_relaxed); }
-
-int process_threads()
-{
-	int n = 0;
-	if (DIR *d = opendir("/proc/self/task")) {
-		while (dirent *e = readdir(d))
-			n += e->d_name[0] != '.';
-		closedir(d);
-	}
-	return n;
-}
 } // namespace
 
 TEST(unbound_concurrency, managed_fan_out_adds_few_threads)

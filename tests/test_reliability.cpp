@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include <cmwq/linux/workqueue.h>
+#include <cmwq/introspect.hpp>
 #include <cmwq/params.h>
 
 #include "test_util.hpp"
@@ -304,6 +305,72 @@ TEST(memory, alternating_apply_workqueue_attrs_keeps_rss_bounded)
 	destroy_workqueue(wq);
 	free_workqueue_attrs(a[0]);
 	free_workqueue_attrs(a[1]);
+}
+
+namespace {
+std::atomic<int> napping{0}, napped{0};
+void nap_fn(work_struct *)
+{
+	napping++;
+	std::this_thread::sleep_for(50ms);
+	napped++;
+}
+int pool_workers_of(const std::string &wq_name)
+{
+	auto si = cmwq::snapshot();
+	int pool = -1;
+	for (auto &w : si.workqueues)
+		if (w.name == wq_name && !w.cpu_pool.empty())
+			pool = w.cpu_pool.front();
+	for (auto &p : si.pools)
+		if (p.id == pool)
+			return p.nr_workers;
+	return -1;
+}
+} // namespace
+
+// A long-running service: a burst of blocking items grows an unbound pool
+// to many workers, and once they have been idle for cmwq.idle_timeout_s the
+// pool keeps two idle ones (the kernel's ratio) and the others' threads
+// exit; the pool still serves items afterwards.
+TEST(memory, idle_workers_are_culled_and_their_threads_exit)
+{
+	char old_timeout[32] = {};
+	ASSERT_EQ(cmwq_param_get("cmwq.idle_timeout_s", old_timeout, sizeof old_timeout), 0);
+	ASSERT_EQ(cmwq_param_set("cmwq.idle_timeout_s", "1"), 0);
+	workqueue_struct *wq = alloc_workqueue("t_cull", WQ_UNBOUND, 0);
+	ASSERT_NE(wq, nullptr);
+	workqueue_attrs *a = attrs_with_nice(7); // a pool of its own
+	ASSERT_EQ(apply_workqueue_attrs(wq, a), 0);
+	free_workqueue_attrs(a);
+	work_struct first;
+	INIT_WORK(&first, nop_fn);
+	queue_work(wq, &first);
+	flush_work(&first);
+	int threads_before = process_threads();
+	int workers_before = pool_workers_of("t_cull");
+	std::vector<work_struct> ws(16);
+	for (auto &w : ws) {
+		INIT_WORK(&w, nap_fn);
+		queue_work(wq, &w);
+	}
+	flush_workqueue(wq);
+	ASSERT_EQ(napped.load(), 16);
+	int grown = pool_workers_of("t_cull");
+	EXPECT_GE(grown, workers_before + 4) << "16 sleeping items on an unbound pool";
+	EXPECT_TRUE(wait_until([] { return pool_workers_of("t_cull") <= 2; }, 20000ms))
+		<< pool_workers_of("t_cull") << " workers left of " << grown;
+	// Each culled worker's thread exits (it does not linger, spinning or
+	// asleep); others of the library may come and go, hence the slack.
+	EXPECT_TRUE(wait_until([&] { return process_threads() <= threads_before + 1; }, 20000ms))
+		<< process_threads() << " threads, " << threads_before << " before the burst";
+	napped = 0;
+	for (auto &w : ws)
+		queue_work(wq, &w);
+	flush_workqueue(wq);
+	EXPECT_EQ(napped.load(), 16);
+	destroy_workqueue(wq);
+	cmwq_param_set("cmwq.idle_timeout_s", old_timeout);
 }
 
 namespace {

@@ -1,6 +1,8 @@
 // test_util.hpp - helpers shared by the test programs.
 #pragma once
 
+#include <dirent.h>
+
 #include <chrono>
 #include <thread>
 
@@ -16,4 +18,16 @@ bool wait_until(F f, std::chrono::milliseconds limit = std::chrono::milliseconds
 		std::this_thread::sleep_for(std::chrono::milliseconds(1));
 	}
 	return true;
+}
+
+// Threads of this process now (the entries of /proc/self/task).
+inline int process_threads()
+{
+	int n = 0;
+	if (DIR *d = opendir("/proc/self/task")) {
+		while (dirent *e = readdir(d))
+			n += e->d_name[0] != '.';
+		closedir(d);
+	}
+	return n;
 }
