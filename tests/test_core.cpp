@@ -224,8 +224,9 @@ TEST_P(wq_suite, queue_returns_false_while_pending_and_runs_once)
 	}
 	gate = true;
 	flush_workqueue(wq);
-	if (GetParam() == kind::ordered)
+	if (GetParam() == kind::ordered) {
 		EXPECT_EQ(c.runs.load(), 1);
+	}
 	EXPECT_FALSE(flush_work(&c.work));
 	EXPECT_EQ(blocker.runs.load(), 1);
 	// On every kind: an item pending on its timer is pending for queue_work too.
@@ -386,9 +387,9 @@ TEST_P(wq_suite, destroy_runs_queued_items_first)
 }
 
 INSTANTIATE_TEST_SUITE_P(kinds, wq_suite, ::testing::Values(kind::percpu, kind::unbound, kind::ordered),
-			 [](const auto &info) {
-				 return std::string(info.param == kind::percpu   ? "percpu"
-						    : info.param == kind::unbound ? "unbound"
+			 [](const auto &p) {
+				 return std::string(p.param == kind::percpu   ? "percpu"
+						    : p.param == kind::unbound ? "unbound"
 										  : "ordered");
 			 });
 
