@@ -60,9 +60,14 @@ static void driver_timer_and_work_teardown(void)
 	INIT_WORK(&d.reset_work, mydev_reset);
 	timer_setup(&d.poll_timer, mydev_poll, 0);
 	CHECK(!timer_pending(&d.poll_timer));
-	d.poll_timer.expires = jiffies + msecs_to_jiffies(2);
+	/* Armed far out first, so that pending is certain when checked (a
+	 * 2 ms timer may already be running its callback, when it is not
+	 * pending, by the time a loaded machine gets to the check); then
+	 * brought in to 2 ms: mod_timer of a pending timer returns 1. */
+	d.poll_timer.expires = jiffies + msecs_to_jiffies(60000);
 	add_timer(&d.poll_timer);
-	CHECK(timer_pending(&d.poll_timer) || atomic_load(&d.timer_runs) > 0);
+	CHECK(timer_pending(&d.poll_timer));
+	CHECK(mod_timer(&d.poll_timer, jiffies + msecs_to_jiffies(2)) == 1);
 	CHECK_SOON(atomic_load(&d.timer_runs) >= 5 && atomic_load(&d.work_runs) >= 1);
 	CHECK(atomic_load(&d.in_timer_seen) == 1);
 	/* Teardown, in the kernel's order: stop the timer for good (its
