@@ -300,23 +300,11 @@ void run_starved(workqueue_struct *wq, const char *wq_name, bool expect_rescue)
 	flush_work(&warm);
 	ASSERT_EQ(cmwq_param_set("cmwq.fail_worker_creation", "-1"), 0);
 	// Occupy every worker of the pool with an item that waits for b.
-	std::string name = wq_name;
-	auto workers_of_pool = [&] {
-		auto si = cmwq::snapshot();
-		int pool = -1;
-		for (auto &w : si.workqueues)
-			if (w.name == name)
-				pool = w.cpu_pool.front();
-		for (auto &p : si.pools)
-			if (p.id == pool)
-				return p.nr_workers;
-		return -1;
-	};
 	// With creation failing the worker count is fixed: give every worker a
 	// waiter, so b finds no worker and only the rescuer can run it.
 	std::vector<work_struct> waiters(64);
 	int nwait = 0;
-	while (nwait < workers_of_pool() && nwait < 64) {
+	while (nwait < pool_workers_of(wq_name) && nwait < 64) {
 		work_struct &w = waiters[static_cast<size_t>(nwait)];
 		INIT_WORK(&w, waits_for_b);
 		queue_work(wq, &w);

@@ -272,18 +272,6 @@ void rescued_fn(work_struct *)
 	rescued_ran = true;
 }
 
-int workers_of(const std::string &wq_name)
-{
-	auto si = cmwq::snapshot();
-	int pool = -1;
-	for (auto &w : si.workqueues)
-		if (w.name == wq_name && !w.cpu_pool.empty())
-			pool = w.cpu_pool.front();
-	for (auto &p : si.pools)
-		if (p.id == pool)
-			return p.nr_workers;
-	return -1;
-}
 
 int child_starved_pool_is_rescued()
 {
@@ -332,7 +320,7 @@ TEST(fork, a_child_whose_parent_was_starved_still_rescues)
 	ASSERT_EQ(cmwq_param_set("cmwq.fail_worker_creation", "-1"), 0);
 	std::vector<work_struct> starvers(64);
 	int n = 0;
-	while (n < workers_of("t_fork_plain") && n < 63) {
+	while (n < pool_workers_of("t_fork_plain") && n < 63) {
 		INIT_WORK(&starvers[static_cast<size_t>(n)], starver_fn);
 		queue_work(plain, &starvers[static_cast<size_t>(n)]);
 		n++;

@@ -128,8 +128,9 @@ TEST_F(rcu_work_test, many_writers_and_readers_lose_nothing)
 				auto *o = new object{{}, nullptr, &freed};
 				INIT_RCU_WORK(&o->rw, reclaim);
 				object *old = shared.exchange(o);
-				if (old)
+				if (old) {
 					ASSERT_TRUE(queue_rcu_work(system_dfl_wq, &old->rw));
+				}
 			}
 		});
 	for (auto &t : ws)

@@ -315,18 +315,6 @@ void nap_fn(work_struct *)
 	std::this_thread::sleep_for(50ms);
 	napped++;
 }
-int pool_workers_of(const std::string &wq_name)
-{
-	auto si = cmwq::snapshot();
-	int pool = -1;
-	for (auto &w : si.workqueues)
-		if (w.name == wq_name && !w.cpu_pool.empty())
-			pool = w.cpu_pool.front();
-	for (auto &p : si.pools)
-		if (p.id == pool)
-			return p.nr_workers;
-	return -1;
-}
 } // namespace
 
 // A long-running service: a burst of blocking items grows an unbound pool

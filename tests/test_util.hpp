@@ -4,7 +4,10 @@
 #include <dirent.h>
 
 #include <chrono>
+#include <string>
 #include <thread>
+
+#include <cmwq/introspect.hpp>
 
 // Poll f every millisecond until it holds or the limit passes; generous
 // limits keep tests correct on a loaded machine without timing assertions.
@@ -30,4 +33,19 @@ inline int process_threads()
 		closedir(d);
 	}
 	return n;
+}
+
+// Workers of the pool a workqueue's first pwq is on (its name as given to
+// alloc_workqueue), from the snapshot; -1 when there is none.
+inline int pool_workers_of(const std::string &wq_name)
+{
+	auto si = cmwq::snapshot();
+	int pool = -1;
+	for (auto &w : si.workqueues)
+		if (w.name == wq_name && !w.cpu_pool.empty())
+			pool = w.cpu_pool.front();
+	for (auto &p : si.pools)
+		if (p.id == pool)
+			return p.nr_workers;
+	return -1;
 }
