@@ -271,6 +271,15 @@ struct pool_workqueue;
 
 struct worker_pool {
 	pool_mutex lock;
+	// Workers of a kernel-mode unbound pool whose item has returned and
+	// that have not yet retaken the lock for its completion. Each of them
+	// looks at the worklist before it can go idle (keep_working), or starts
+	// another item and kicks the pool then, so kick_pool need not wake an
+	// idle worker while this is above zero. Raised by its worker without
+	// the lock, lowered under it: read under L, a positive value is a
+	// worker still on its way to the lock. Beside the lock word, whose
+	// cache line the worker takes next anyway.
+	std::atomic<int> nr_returning{0}; // A: raised by its worker, lowered under L
 	int id = 0;                      // I
 	int cpu = -1;                    // I: -1 for unbound
 	int node = -1;                   // I
@@ -544,6 +553,7 @@ struct params_t {
 	std::atomic<bool> debug_force_rr_cpu{false};
 	std::atomic<bool> wake_under_lock{false};
 	std::atomic<bool> unbound_local_wake{true}; // keep a ping-pong item's worker on the queueing CPU
+	std::atomic<bool> unbound_returning_takes{true}; // a returning worker takes the next item: no wake
 	std::atomic<long> fail_worker_creation{0};
 	std::atomic<long> fail_thread_creation{0}; // timer, monitor, rescuer threads
 	std::atomic<unsigned> idle_spin_ns{0};

@@ -104,6 +104,12 @@ bool kick_pool(worker_pool *pool, deferred &d)
 {
 	if (!need_more_worker(pool->counts()))
 		return false;
+	// A worker of a kernel-mode unbound pool has finished its item and
+	// will take the pool's next one (see nr_returning): waking another
+	// would only put a second worker on the same item.
+	if (pool->nr_returning.load(std::memory_order_relaxed) > 0 && pool->cpu < 0 && !pool->managed &&
+	    params().unbound_returning_takes.load(std::memory_order_relaxed))
+		return true;
 	if (list_empty(&pool->idle_list)) {
 		if (pool->nr_workers == 0 && !pool->creating && now_ns() >= pool->create_fail_until_ns)
 			d.create = pool;

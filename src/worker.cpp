@@ -156,6 +156,11 @@ static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES
 		monitor_watch(pool);
 	if (wq->flags & WQ_CPU_INTENSIVE)
 		worker_set_flags(w, WORKER_CPU_INTENSIVE);
+	// Once the function returns, this worker is on its way back to the
+	// worklist (kernel-mode unbound pools only: a managed or per-CPU pool
+	// counts it in nr_running instead; the rescuer takes only its own
+	// workqueue's items). Decided now, under the lock, for both ends.
+	bool counts_return = pool->cpu < 0 && !pool->managed && !w->rescuer;
 	kick_pool(pool, d);
 	// Release PENDING: the owner's stores become visible to the next owner,
 	// and the function's loads cannot move above it (acquire): a queuer whose
@@ -213,7 +218,11 @@ static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES
 		w->cpu_charged += wall;
 	}
 
+	if (counts_return)
+		pool->nr_returning.fetch_add(1, std::memory_order_relaxed);
 	w->pool->lock.lock();
+	if (counts_return)
+		pool->nr_returning.fetch_sub(1, std::memory_order_relaxed);
 	PWQ_STAT_ADD_LOCKED(pwq, PWQ_STAT_CPU_TIME, cpu / 1000);
 	PWQ_STAT_ADD_LOCKED(pwq, PWQ_STAT_COMPLETED, 1);
 	if (w->sleeping && w->hint_depth.load(std::memory_order_relaxed) == 0)
