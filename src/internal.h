@@ -357,7 +357,8 @@ struct worker {
 	bool kicked GUARDED_BY(pool->lock) = false;             // L: a wakeup is on its way
 	std::atomic<int> wake_cpu{-1}; // unbound: the CPU its last kick keeps it on, or -1 (set under L, read by the kicker)
 	std::atomic<int> narrowed{-1}; // unbound: the one CPU its affinity is narrowed to, -1 for the pool's CPUs;
-				       // changed only by the thread that kicked it, while it sleeps
+				       // changed by the thread that kicked it, while it sleeps, or by the worker itself while
+				       // it runs an item (widening at a backlog); never both: a running worker is not picked
 	bool rescuer = false;            // I
 	int last_cpu GUARDED_BY(pool->lock) = -1;               // L: CPU seen when it went idle
 	std::atomic<int> wake{0};        // A: 0 idle, 1 woken, 2 asleep in the futex

@@ -137,19 +137,25 @@ bool kick_pool(worker_pool *pool, deferred &d)
 		}
 	}
 	w->kicked = true;
-	// An idle unbound pool given one item (a queue-and-wait round trip):
-	// the scheduler would put the woken worker on an idle CPU, since the
-	// queueing one is busy, but that CPU is about to idle while the other
-	// needs a cross-CPU wakeup. Keep the worker on the queueing CPU (within
-	// the pod, so affinity_strict holds); wake_worker narrows its affinity
-	// only when this choice changes, so a steady round trip costs no
-	// system call. Anything busier gets the pool's CPUs back.
+	// One item waiting, queued by a thread that is not one of this pool's
+	// workers (a queue-and-wait round trip): the scheduler would put the
+	// woken worker on an idle CPU, since the queueing one is busy, but that
+	// CPU is about to idle while the other needs a cross-CPU wakeup. Keep
+	// the worker on the queueing CPU (within the pod, so affinity_strict
+	// holds). Any other kick leaves the worker's affinity as it is, and a
+	// narrowed worker that meets a backlog widens itself (process_one_work):
+	// wake_worker changes the affinity only when this choice differs from
+	// the worker's, so neither a steady round trip nor producers on two CPUs
+	// (one or two items waiting by turns) pay a system call per item.
+	// cmwq.unbound_local_wake=0 gives every worker the pool's CPUs back.
 	int keep_on = -1;
-	if (pool->cpu < 0 && params().unbound_local_wake.load(std::memory_order_relaxed) && cpu >= 0 &&
-	    pool->nr_idle == pool->nr_workers && !list_empty(&pool->worklist) &&
-	    pool->worklist.next == pool->worklist.prev &&
-	    std::binary_search(pool->pod_cpus.begin(), pool->pod_cpus.end(), cpu))
-		keep_on = cpu;
+	if (pool->cpu < 0 && params().unbound_local_wake.load(std::memory_order_relaxed)) {
+		keep_on = w->narrowed.load(std::memory_order_relaxed);
+		if (cpu >= 0 && (!tl_worker || tl_worker->pool != pool) && !list_empty(&pool->worklist) &&
+		    pool->worklist.next == pool->worklist.prev &&
+		    std::binary_search(pool->pod_cpus.begin(), pool->pod_cpus.end(), cpu))
+			keep_on = cpu;
+	}
 	w->wake_cpu.store(keep_on, std::memory_order_relaxed);
 	int last_cpu = w->last_cpu;
 	if (!pool->strict && last_cpu >= 0 &&

@@ -161,6 +161,11 @@ static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES
 	// counts it in nr_running instead; the rescuer takes only its own
 	// workqueue's items). Decided now, under the lock, for both ends.
 	bool counts_return = pool->cpu < 0 && !pool->managed && !w->rescuer;
+	// A worker kept on its queueing CPU (kick_pool) that meets a backlog,
+	// two or more items still waiting, takes the pool's CPUs back: a burst
+	// should spread, and nobody waits on this CPU for one item.
+	bool widen = pool->cpu < 0 && w->narrowed.load(std::memory_order_relaxed) >= 0 &&
+		     !list_empty(&pool->worklist) && pool->worklist.next != pool->worklist.prev;
 	kick_pool(pool, d);
 	// Release PENDING: the owner's stores become visible to the next owner,
 	// and the function's loads cannot move above it (acquire): a queuer whose
@@ -181,6 +186,10 @@ static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES
 	if (watched)
 		detect_enable_self(w);
 
+	if (widen) {
+		pin_self(pool->cpus);
+		w->narrowed.store(-1, std::memory_order_relaxed);
+	}
 	if (!pool->strict && !w->rescuer)
 		worker_repatriate(w);
 	// CPU time without a system call per item (thread CPU clocks have no

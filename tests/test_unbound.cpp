@@ -9,9 +9,11 @@
 #include <cmwq/topology.hpp>
 
 #include "engine.h"
+#include "test_util.hpp"
 
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -73,9 +75,10 @@ TEST(unbound, item_goes_to_the_pool_of_the_queueing_cpus_pod_for_every_scope)
 				auto want = pt.pod_cpus[static_cast<size_t>(pt.cpu_pod[static_cast<size_t>(cpu)])];
 				EXPECT_EQ(p.pod, want) << "scope " << cmwq::scope_name(static_cast<cmwq::affinity_scope>(scope))
 						       << " cpu " << cpu;
-				if (strict)
+				if (strict) {
 					EXPECT_TRUE(std::count(want.begin(), want.end(), p.ran_on))
 						<< "strict worker ran outside its pod on cpu " << p.ran_on;
+				}
 			}
 		}
 	}
@@ -167,19 +170,117 @@ TEST(unbound, affinity_scope_reads_default_with_the_effective_scope)
 }
 
 namespace {
-std::atomic<int> lw_affinity_cpus{0};  // CPUs in the item's affinity mask
-std::atomic<int> lw_only_cpu{-1};      // the one CPU, when there is one
-void lw_record(work_struct *)
+// The CPUs in the calling thread's affinity mask, and the one CPU when
+// there is exactly one (else -1).
+int affinity_cpus(int *only)
 {
 	cpu_set_t set;
 	CPU_ZERO(&set);
 	sched_getaffinity(0, sizeof(set), &set);
-	int n = CPU_COUNT(&set), only = -1;
+	int n = CPU_COUNT(&set);
+	*only = -1;
 	for (int c = 0; n == 1 && c < CPU_SETSIZE; c++)
 		if (CPU_ISSET(c, &set))
-			only = c;
+			*only = c;
+	return n;
+}
+
+std::atomic<int> lw_affinity_cpus{0};  // CPUs in the item's affinity mask
+std::atomic<int> lw_only_cpu{-1};      // the one CPU, when there is one
+void lw_record(work_struct *)
+{
+	int only;
+	lw_affinity_cpus = affinity_cpus(&only);
 	lw_only_cpu = only;
-	lw_affinity_cpus = n;
+}
+
+// The first usable CPU of this process when it may use two or more, else -1.
+int first_of_two_cpus()
+{
+	cpu_set_t mine;
+	CPU_ZERO(&mine);
+	sched_getaffinity(0, sizeof(mine), &mine);
+	if (CPU_COUNT(&mine) < 2)
+		return -1;
+	int cpu = 0;
+	while (!CPU_ISSET(cpu, &mine))
+		cpu++;
+	return cpu;
+}
+
+// Runs fn on a thread pinned to cpu.
+template <typename F>
+void on_cpu(int cpu, F fn)
+{
+	std::thread t([&] {
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+		fn();
+	});
+	t.join();
+}
+
+// Queue-and-wait round trips of w on wq from a thread pinned to cpu, each
+// after the pool had time to go idle, until done() holds (at most 400).
+template <typename F>
+bool round_trips_until(workqueue_struct *wq, work_struct *w, int cpu, F done)
+{
+	bool seen = false;
+	on_cpu(cpu, [&] {
+		for (int i = 0; i < 400 && !seen; i++) {
+			queue_work(wq, w);
+			flush_work(w);
+			seen = done();
+			std::this_thread::sleep_for(std::chrono::milliseconds(2)); // let it go idle
+		}
+	});
+	return seen;
+}
+
+struct burst_item {
+	work_struct work;
+	std::atomic<int> cpus{0};   // CPUs in the affinity mask it ran with
+	std::atomic<int> only{-1};
+	std::atomic<pid_t> tid{0};  // the worker that ran it
+};
+std::vector<burst_item> burst(64);
+std::atomic<pid_t> seed_tid{0};
+std::atomic<bool> seeded{false};
+std::atomic<int> seed_cpu{-1};
+workqueue_struct *burst_wq;
+
+void burst_record(work_struct *w)
+{
+	auto *b = container_of(w, burst_item, work);
+	int only;
+	b->cpus = affinity_cpus(&only);
+	b->only = only;
+	b->tid = static_cast<pid_t>(gettid());
+}
+
+// A round-trip item that, the first time it runs narrowed to seed_cpu,
+// queues the whole burst from its worker before it returns.
+void seed_fn(work_struct *)
+{
+	int only;
+	if (seeded.load() || affinity_cpus(&only) != 1 || only != seed_cpu.load())
+		return;
+	seed_tid = static_cast<pid_t>(gettid());
+	for (auto &b : burst) {
+		INIT_WORK(&b.work, burst_record);
+		queue_work(burst_wq, &b.work);
+	}
+	seeded = true;
+}
+
+std::atomic<bool> gate_open{false}, gate_started{false};
+void gate_fn(work_struct *)
+{
+	gate_started = true;
+	while (!gate_open.load())
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 } // namespace
 
@@ -190,43 +291,71 @@ void lw_record(work_struct *)
 // finishing the previous one), so nothing here depends on timing.
 TEST(unbound_local_wake, a_lone_items_worker_is_kept_on_the_queueing_cpu)
 {
-	cpu_set_t mine;
-	CPU_ZERO(&mine);
-	sched_getaffinity(0, sizeof(mine), &mine);
-	if (CPU_COUNT(&mine) < 2)
+	int cpu = first_of_two_cpus();
+	if (cpu < 0)
 		GTEST_SKIP() << "needs two usable CPUs";
-	int cpu = 0;
-	while (!CPU_ISSET(cpu, &mine))
-		cpu++;
 	workqueue_struct *wq = alloc_workqueue("t_local_wake", WQ_UNBOUND, 0);
 	ASSERT_NE(wq, nullptr);
 	work_struct w;
 	INIT_WORK(&w, lw_record);
-	auto round_trips_until = [&](auto done) {
-		bool seen = false;
-		std::thread producer([&] {
-			cpu_set_t one;
-			CPU_ZERO(&one);
-			CPU_SET(cpu, &one);
-			pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
-			for (int i = 0; i < 400 && !seen; i++) {
-				queue_work(wq, &w);
-				flush_work(&w);
-				seen = done();
-				std::this_thread::sleep_for(std::chrono::milliseconds(2)); // let it go idle
-			}
-		});
-		producer.join();
-		return seen;
-	};
 	char old[8];
 	ASSERT_EQ(cmwq_param_get("cmwq.unbound_local_wake", old, sizeof(old)), 0);
 	ASSERT_EQ(cmwq_param_set("cmwq.unbound_local_wake", "1"), 0);
-	EXPECT_TRUE(round_trips_until([&] { return lw_affinity_cpus.load() == 1 && lw_only_cpu.load() == cpu; }))
+	EXPECT_TRUE(round_trips_until(wq, &w, cpu,
+				      [&] { return lw_affinity_cpus.load() == 1 && lw_only_cpu.load() == cpu; }))
 		<< "the worker never ran narrowed to the producer's CPU " << cpu;
 	ASSERT_EQ(cmwq_param_set("cmwq.unbound_local_wake", "0"), 0);
-	EXPECT_TRUE(round_trips_until([&] { return lw_affinity_cpus.load() >= 2; }))
+	EXPECT_TRUE(round_trips_until(wq, &w, cpu, [&] { return lw_affinity_cpus.load() >= 2; }))
 		<< "with the parameter off the worker kept its narrowed affinity";
 	ASSERT_EQ(cmwq_param_set("cmwq.unbound_local_wake", old), 0);
 	destroy_workqueue(wq);
+}
+
+// Producers on two CPUs: one producer's lone item is kept on its CPU even
+// while a worker runs the other's (the pool is not idle), and a kick that
+// finds more than one item waiting leaves the picked worker's affinity as
+// it is, so one or two items waiting by turns do not narrow and widen a
+// worker per item. A narrowed worker that starts an item with two or more
+// still waiting takes the pool's CPUs back, so a burst spreads: the burst
+// is queued by a narrowed worker itself, and since workers take the
+// worklist in order, every burst item that worker runs before the last two
+// had at least two behind it when it started. Nothing depends on timing.
+TEST(unbound_local_wake, a_lone_item_is_kept_local_beside_a_busy_worker_and_a_backlog_widens)
+{
+	int cpu = first_of_two_cpus();
+	if (cpu < 0)
+		GTEST_SKIP() << "needs two usable CPUs";
+	burst_wq = alloc_workqueue("t_local_burst", WQ_UNBOUND, 0);
+	ASSERT_NE(burst_wq, nullptr);
+	ASSERT_EQ(cmwq_param_set("cmwq.unbound_local_wake", "1"), 0);
+
+	work_struct gate, w;
+	INIT_WORK(&gate, gate_fn);
+	INIT_WORK(&w, lw_record);
+	queue_work(burst_wq, &gate);
+	ASSERT_TRUE(wait_until([] { return gate_started.load(); }));
+	EXPECT_TRUE(round_trips_until(burst_wq, &w, cpu,
+				      [&] { return lw_affinity_cpus.load() == 1 && lw_only_cpu.load() == cpu; }))
+		<< "beside a busy worker, a lone item's worker never ran narrowed to CPU " << cpu;
+	gate_open = true;
+	flush_work(&gate);
+
+	seed_cpu = cpu;
+	work_struct seed;
+	INIT_WORK(&seed, seed_fn);
+	ASSERT_TRUE(round_trips_until(burst_wq, &seed, cpu, [] { return seeded.load(); }))
+		<< "the seed item never ran narrowed to CPU " << cpu;
+	flush_workqueue(burst_wq);
+	int by_seeder = 0;
+	for (size_t i = 0; i < burst.size(); i++) {
+		ASSERT_NE(burst[i].tid.load(), 0) << "burst item " << i << " did not run";
+		if (i + 2 < burst.size() && burst[i].tid.load() == seed_tid.load()) {
+			by_seeder++;
+			EXPECT_GE(burst[i].cpus.load(), 2)
+				<< "burst item " << i << " ran narrowed to CPU " << burst[i].only.load()
+				<< " by the narrowed worker that met the backlog";
+		}
+	}
+	RecordProperty("burst_items_run_by_the_narrowed_worker", by_seeder);
+	destroy_workqueue(burst_wq);
 }
