@@ -280,6 +280,7 @@ struct worker_pool {
 	// worker still on its way to the lock. Beside the lock word, whose
 	// cache line the worker takes next anyway.
 	std::atomic<int> nr_returning{0}; // A: raised by its worker, lowered under L
+	std::atomic<int> nr_spinning{0};  // A: idle workers waiting for a wake before they sleep (idle_spin)
 	int id = 0;                      // I
 	int cpu = -1;                    // I: -1 for unbound
 	int node = -1;                   // I
@@ -557,7 +558,8 @@ struct params_t {
 	std::atomic<bool> unbound_returning_takes{true}; // a returning worker takes the next item: no wake
 	std::atomic<long> fail_worker_creation{0};
 	std::atomic<long> fail_thread_creation{0}; // timer, monitor, rescuer threads
-	std::atomic<unsigned> idle_spin_ns{0};
+	std::atomic<unsigned> idle_spin_ns{0};           // per-CPU and BH pools
+	std::atomic<unsigned> unbound_idle_spin_ns{20000}; // unbound pools
 	std::atomic<unsigned> blocked_sample_us{200};
 	std::atomic<unsigned> blocked_window_us{500};
 	std::atomic<int> block_detect{0};       // requested: block_mode (auto, perf, sample, off)

@@ -277,6 +277,30 @@ static void set_thread_name(worker *w)
 	pthread_setname_np(pthread_self(), name);
 }
 
+// A worker that goes idle may wait for its wake word a while before it
+// sleeps on it (cmwq.unbound_idle_spin_ns for unbound pools, 20 us by
+// default; cmwq.idle_spin_ns for per-CPU ones, off): a kick that finds it
+// there costs the kicker no FUTEX_WAKE and the worker no wakeup, which is
+// most of a round trip's cost in a VM. It yields the CPU on every turn, so
+// a runnable producer or worker on its CPU goes first, and no more workers
+// of a pool wait so at once than its pod has CPUs (one per CPU is enough to
+// take the next item queued there; more only took CPU time from the
+// producers: docs/benchmarks.md section 15).
+static void idle_spin(worker *w)
+{
+	worker_pool *pool = w->pool;
+	auto &p = params();
+	unsigned spin_ns = (pool->cpu < 0 ? p.unbound_idle_spin_ns : p.idle_spin_ns).load(std::memory_order_relaxed);
+	if (!spin_ns)
+		return;
+	if (pool->nr_spinning.fetch_add(1, std::memory_order_relaxed) < static_cast<int>(pool->pod_cpus.size())) {
+		uint64_t until = now_ns() + spin_ns;
+		while (w->wake.load(std::memory_order_acquire) == 0 && now_ns() < until)
+			sched_yield();
+	}
+	pool->nr_spinning.fetch_sub(1, std::memory_order_relaxed);
+}
+
 static void *worker_thread(void *arg)
 {
 	auto *w = static_cast<worker *>(arg);
@@ -317,15 +341,8 @@ static void *worker_thread(void *arg)
 		d.run();
 		d.reset();
 		detect_disable_self(w); // idle: its switches are nobody's business
-		{
-			unsigned spin_ns = params().idle_spin_ns.load(std::memory_order_relaxed);
-			if (spin_ns) {
-				uint64_t until = now_ns() + spin_ns;
-				while (w->wake.load(std::memory_order_acquire) == 0 && now_ns() < until)
-					cpu_relax();
-			}
-			worker_wait_word(w);
-		}
+		idle_spin(w);
+		worker_wait_word(w);
 		w->clock_ns = worker_clock_anchor(w);
 		w->pool->lock.lock();
 	}

@@ -423,6 +423,20 @@ TEST(params, bad_values_are_refused_and_read_back_in_kernel_format)
 	ASSERT_EQ(cmwq_param_get("workqueue.debug_force_rr_cpu", buf, sizeof(buf)), 0);
 	EXPECT_STREQ(buf, "N");
 	EXPECT_EQ(cmwq_param_get("workqueue.default_affinity_scope", buf, 3), -ERANGE);
+	// Idle waits: unbound pools wait 20 us before sleeping, per-CPU ones
+	// not at all; at most 1 ms.
+	ASSERT_EQ(cmwq_param_get("cmwq.unbound_idle_spin_ns", buf, sizeof(buf)), 0);
+	EXPECT_STREQ(buf, "20000");
+	ASSERT_EQ(cmwq_param_get("cmwq.idle_spin_ns", buf, sizeof(buf)), 0);
+	EXPECT_STREQ(buf, "0");
+	EXPECT_EQ(cmwq_param_set("cmwq.unbound_idle_spin_ns", "1000001"), -EINVAL);
+	EXPECT_EQ(cmwq_param_set("cmwq.unbound_idle_spin_ns", "-1"), -EINVAL);
+	EXPECT_EQ(cmwq_param_set("cmwq.unbound_idle_spin_ns", "20 us"), -EINVAL);
+	ASSERT_EQ(cmwq_param_get("cmwq.unbound_idle_spin_ns", buf, sizeof(buf)), 0);
+	EXPECT_STREQ(buf, "20000") << "a refused value changed the parameter";
+	ASSERT_EQ(cmwq_param_get("cmwq.unbound_returning_takes", buf, sizeof(buf)), 0);
+	EXPECT_STREQ(buf, "Y");
+	EXPECT_EQ(cmwq_param_set("cmwq.unbound_returning_takes", "maybe"), -EINVAL);
 }
 
 // ---- flush_workqueue under concurrent queuers and flushers ------------------
