@@ -71,9 +71,12 @@ static void worker_repatriate(worker *w)
 	if (std::binary_search(pool->pod_cpus.begin(), pool->pod_cpus.end(), cpu))
 		return;
 	// Narrow to the pod (the kernel moves the wake CPU), then widen again so
-	// the scheduler may move it later, as with affinity_strict=0.
+	// the scheduler may move it later, as with affinity_strict=0. That
+	// undoes any narrowing of the local wake too, so say so (the worker
+	// runs an item: no kicker writes narrowed meanwhile).
 	pin_self(pool->pod_cpus);
 	pin_self(pool->cpus);
+	w->narrowed.store(-1, std::memory_order_relaxed);
 }
 
 // Hog counts per function (the kernel's wci table, WCI_MAX_ENTS entries).
@@ -309,9 +312,13 @@ static void *worker_thread(void *arg)
 	w->thread = pthread_self(); // published by the tid store below
 	w->cpu_clock_last = thread_cpu_ns();
 	w->clock_ns = worker_clock_anchor(w);
+	// Take the pool's CPUs before the tid is published: a kicker narrows a
+	// worker through its tid (wake_worker), and a narrowing that landed
+	// before this pin would be undone while worker::narrowed still named
+	// the CPU, so no later kick would narrow it again.
+	pin_self(pool->cpus);
 	__atomic_store_n(&w->tid, static_cast<pid_t>(syscall(SYS_gettid)), __ATOMIC_RELEASE);
 	set_thread_name(w);
-	pin_self(pool->cpus);
 	apply_nice(pool->nice);
 	detect_worker_start(w);
 
