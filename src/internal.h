@@ -359,7 +359,8 @@ struct worker {
 	std::atomic<int> wake_cpu{-1}; // unbound: the CPU its last kick keeps it on, or -1 (set under L, read by the kicker)
 	std::atomic<int> narrowed{-1}; // unbound: the one CPU its affinity is narrowed to, -1 for the pool's CPUs;
 				       // changed by the thread that kicked it, while it sleeps, or by the worker itself while
-				       // it runs an item (widening at a backlog); never both: a running worker is not picked
+				       // it runs an item (widening at a backlog, repatriation); never both: a running worker
+				       // is not picked. Its first pin precedes its tid, through which kickers narrow it
 	bool rescuer = false;            // I
 	int last_cpu GUARDED_BY(pool->lock) = -1;               // L: CPU seen when it went idle
 	std::atomic<int> wake{0};        // A: 0 idle, 1 woken, 2 asleep in the futex
