@@ -162,9 +162,9 @@ std::vector<param> &table()
 			      }});
 		v->push_back(fail_param("cmwq.fail_worker_creation", p.fail_worker_creation));
 		v->push_back(fail_param("cmwq.fail_thread_creation", p.fail_thread_creation));
-		v->push_back(uint_param("cmwq.idle_spin_ns", "an integer of nanoseconds (0: sleep at once)",
+		v->push_back(uint_param("cmwq.idle_spin_ns", "an integer of nanoseconds, at most 1000000 (0: sleep at once)",
 					p.idle_spin_ns, 1000000ul));
-		v->push_back(uint_param("cmwq.unbound_idle_spin_ns", "an integer of nanoseconds (0: sleep at once)",
+		v->push_back(uint_param("cmwq.unbound_idle_spin_ns", "an integer of nanoseconds, at most 1000000 (0: sleep at once)",
 					p.unbound_idle_spin_ns, 1000000ul));
 		v->push_back(uint_param("cmwq.blocked_sample_us", "an integer of microseconds >= 50 (0 disables)",
 					p.blocked_sample_us, 1000000ul));
