@@ -83,7 +83,6 @@ struct candidate {
 	bool check_blocked; // no progress for the window
 	bool check_restore; // detected earlier: running again?
 	uint64_t token = 0; // enable the worker's event, then check it once
-	bool open = false;  // open its event first (w is pinned: pins was raised under L)
 };
 
 // Context: L. The worker is blocked: count it out and wake or create
@@ -165,18 +164,8 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 			// Under perf, a worker with its event on is judged by its
 			// switches; one whose event is off gets it on now and is
 			// looked at once (it may have blocked before).
-			bool evented = mode == BLOCK_PERF && w->detect_token.load(std::memory_order_relaxed);
+			bool evented = mode == BLOCK_PERF && w->detect_token;
 			bool event_on = evented && w->perf_on.load(std::memory_order_relaxed);
-			// Under perf, a running worker that never needed its event
-			// has none: the monitor opens it on the worker's thread (the
-			// pin keeps the thread and the worker alive meanwhile).
-			bool openable = mode == BLOCK_PERF && !evented && !w->perf_failed.load(std::memory_order_relaxed);
-			auto open_cand = [&] {
-				w->pins.fetch_add(1, std::memory_order_relaxed);
-				candidate c{w, w->tid, prog, true, false};
-				c.open = true;
-				cands.push_back(c);
-			};
 			if (w->detected) {
 				if (!event_on)
 					cands.push_back({w, w->tid, prog, false, true});
@@ -186,9 +175,7 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 				continue;
 			if (enable_only) {
 				if (evented && !event_on && !list_empty(&pool->worklist))
-					cands.push_back({w, w->tid, prog, true, false, w->detect_token.load()});
-				else if (openable && !list_empty(&pool->worklist))
-					open_cand();
+					cands.push_back({w, w->tid, prog, true, false, w->detect_token});
 				continue;
 			}
 			if (prog != w->mon_prog) {
@@ -221,9 +208,7 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 			// Not on first sight: an item queued behind one that is about
 			// to end would only cost the worker two ioctls.
 			if (evented && !event_on)
-				cands.push_back({w, w->tid, prog, true, false, w->detect_token.load()});
-			else if (openable)
-				open_cand();
+				cands.push_back({w, w->tid, prog, true, false, w->detect_token});
 			else if (!evented && stalled)
 				cands.push_back({w, w->tid, prog, true, false});
 		}
@@ -237,20 +222,6 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 	for (auto &d : wakes)
 		d.run();
 	for (auto &c : cands) {
-		// Dropped when this candidate is done: the worker may then exit.
-		struct unpin {
-			worker *w;
-			~unpin()
-			{
-				if (w)
-					w->pins.fetch_sub(1, std::memory_order_release);
-			}
-		} pin{c.open ? c.w : nullptr};
-		if (c.open) {
-			c.token = detect_open_for(c.w, c.tid);
-			// No event after all: the sampling below and on later
-			// passes finds it (the worker is perf_failed now).
-		}
 		if (c.token && detect_enable(c.w, c.token) != 1)
 			continue; // gone, or enabled by the worker itself meanwhile
 		char st = task_state(c.tid);
