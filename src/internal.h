@@ -369,6 +369,11 @@ struct worker {
 	char current_name[CMWQ_WORK_NAME_LEN] = {}; // K: the item's name (work_struct::name) copied at start
 	std::atomic<uint64_t> progress{0};    // A: bumped on every item start
 	bool detected GUARDED_BY(pool->lock) = false;           // L: the monitor found it blocked
+	// L: progress of the item during which a detected worker was counted
+	// running again while items waited (0: none). Until that item ends the
+	// monitor also reads its state, not only its switches: a switch record
+	// that never comes must not strand the items behind it.
+	uint64_t recheck_prog GUARDED_BY(pool->lock) = 0;
 	uint64_t mon_prog = 0;           // M: monitor thread only
 	uint64_t mon_since = 0;          // M: when it saw that count
 	pthread_t thread{};              // I: set by the thread before its first L
@@ -565,6 +570,7 @@ struct params_t {
 	std::atomic<unsigned> blocked_window_us{500};
 	std::atomic<int> block_detect{0};       // requested: block_mode (auto, perf, sample, off)
 	std::atomic<long> fail_perf_open{0};    // forces the block detector's fallback
+	std::atomic<long> fail_switch_records{0}; // the monitor ignores blocked-switch records (tests)
 	std::atomic<bool> unbound_managed{false}; // cmwq.unbound_concurrency=managed
 	std::atomic<unsigned> idle_timeout_s{300};
 	std::atomic<bool> control{false};

@@ -83,6 +83,7 @@ struct candidate {
 	bool check_blocked; // no progress for the window
 	bool check_restore; // detected earlier: running again?
 	uint64_t token = 0; // enable the worker's event, then check it once
+	bool recheck = false; // counted running again during this item (recheck_prog)
 };
 
 // Context: L. The worker is blocked: count it out and wake or create
@@ -103,6 +104,22 @@ bool may_mark_blocked(worker_pool *pool, worker *w) REQUIRES(pool->lock)
 	return pool->managed && w->current_work && !w->sleeping && !(w->flags & WORKER_NOT_RUNNING);
 }
 
+// Context: L. A detected worker runs again (the kernel's wq_worker_running).
+// Until its item ends the monitor also reads its state while items wait:
+// a switch record can be the last one the worker's event delivers for that
+// item (seen on Linux 6.18 under load: a switch in, then no record for the
+// block that followed), and the items behind a worker whose block nobody
+// reports would wait until it unblocks by itself.
+void restore_running(worker_pool *pool, worker *w) REQUIRES(pool->lock)
+{
+	worker_set_running(w);
+	if (!w->in_item.load(std::memory_order_relaxed))
+		return;
+	w->recheck_prog = w->progress.load(std::memory_order_relaxed);
+	if (!list_empty(&pool->worklist))
+		monitor_watch(pool);
+}
+
 // Context: D (detect_wait's callback). A switch of a worker with its event
 // enabled; wakeups go to ds, run after D is dropped.
 int on_switch(worker *w, bool blocked, std::vector<deferred> &ds)
@@ -115,6 +132,12 @@ int on_switch(worker *w, bool blocked, std::vector<deferred> &ds)
 	// decision is taken again under L.
 	if (blocked ? !w->in_item.load(std::memory_order_relaxed) : !w->marked.load(std::memory_order_relaxed))
 		return 0;
+	if (blocked) {
+		// cmwq.fail_switch_records: the record is lost (tests).
+		long f = params().fail_switch_records.load(std::memory_order_relaxed);
+		if (f == -1 || (f > 0 && params().fail_switch_records.compare_exchange_strong(f, f - 1)))
+			return 0;
+	}
 	worker_pool *pool = w->pool;
 	deferred d;
 	int acted = 0;
@@ -126,7 +149,7 @@ int on_switch(worker *w, bool blocked, std::vector<deferred> &ds)
 				acted = 1;
 			}
 		} else if (w->detected && w->sleeping && w->hint_depth.load(std::memory_order_relaxed) == 0) {
-			worker_set_running(w); // wq_worker_running
+			restore_running(pool, w);
 			acted = 1;
 		}
 	}
@@ -173,9 +196,16 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 			}
 			if (w->sleeping || (w->flags & WORKER_NOT_RUNNING))
 				continue;
+			// Counted running again during this item: its state is read
+			// on every pass while items wait (restore_running).
+			bool recheck = w->recheck_prog == prog;
+			if (!recheck)
+				w->recheck_prog = 0;
 			if (enable_only) {
 				if (evented && !event_on && !list_empty(&pool->worklist))
 					cands.push_back({w, w->tid, prog, true, false, w->detect_token});
+				else if (recheck && !list_empty(&pool->worklist))
+					cands.push_back({w, w->tid, prog, true, false, 0, true});
 				continue;
 			}
 			if (prog != w->mon_prog) {
@@ -209,8 +239,8 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 			// to end would only cost the worker two ioctls.
 			if (evented && !event_on)
 				cands.push_back({w, w->tid, prog, true, false, w->detect_token});
-			else if (!evented && stalled)
-				cands.push_back({w, w->tid, prog, true, false});
+			else if ((!evented && stalled) || recheck)
+				cands.push_back({w, w->tid, prog, true, false, 0, recheck});
 		}
 		if (enable_only) {
 			// Sampling is off: one look per arming. The mark is cleared
@@ -221,6 +251,7 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 	}
 	for (auto &d : wakes)
 		d.run();
+	bool look_again = false;
 	for (auto &c : cands) {
 		if (c.token && detect_enable(c.w, c.token) != 1)
 			continue; // gone, or enabled by the worker itself meanwhile
@@ -237,8 +268,20 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 		} else if (c.check_restore && runnable) {
 			lock_guard lk(pool->lock);
 			if (c.w->detected && c.w->sleeping && c.w->hint_depth.load(std::memory_order_relaxed) == 0)
-				worker_set_running(c.w);
+				restore_running(pool, c.w);
+		} else if (c.recheck) {
+			look_again = true;
 		}
+	}
+	if (enable_only && look_again) {
+		// Sampling is off, but a worker counted running again still has
+		// items behind it: look again after a window (the monitor's wait
+		// is bounded by it while armed), until its item ends or it is
+		// found blocked.
+		pool->watch.store(true);
+		auto &m = g().monitor;
+		lock_guard lk(m.lock);
+		m.armed = true;
 	}
 	return true;
 }
@@ -302,6 +345,9 @@ void *monitor_thread(void *)
 					if (!next_sample)
 						next_sample = now + period;
 					timeout = next_sample > now ? next_sample - now : 0;
+				} else if (m.armed) {
+					// Sampling off, armed again by a pass (restore_running).
+					timeout = std::max<uint64_t>(50000ull, params().blocked_window_us.load() * 1000ull);
 				}
 			}
 			int acted = 0;

@@ -180,6 +180,7 @@ std::vector<param> &table()
 				      return -EINVAL;
 			      }});
 		v->push_back(fail_param("cmwq.fail_perf_open", p.fail_perf_open));
+		v->push_back(fail_param("cmwq.fail_switch_records", p.fail_switch_records));
 		v->push_back({"cmwq.unbound_concurrency", "kernel, managed", true,
 			      [&p] { return std::string(p.unbound_managed.load() ? "managed" : "kernel"); },
 			      [](const std::string &s) {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +42,7 @@ struct saved_params {
 	~saved_params()
 	{
 		cmwq_param_set("cmwq.fail_perf_open", "0");
+		cmwq_param_set("cmwq.fail_switch_records", "0");
 		cmwq_param_set("cmwq.block_detect", detect == "perf" ? "auto" : detect.c_str());
 		cmwq_param_set("cmwq.blocked_sample_us", sample.c_str());
 		cmwq_param_set("cmwq.unbound_concurrency", unbound.c_str());
@@ -255,6 +257,106 @@ TEST(block_detect, without_a_detector_the_item_behind_waits)
 	cur = nullptr;
 	destroy_workqueue(wq);
 }
+
+namespace {
+
+// The state letter of thread tid of this process ('S', 'R', ...; 0 if gone).
+char thread_state(pid_t tid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", static_cast<int>(tid));
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	char buf[512] = {};
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+struct lost_record {
+	int p1[2] = {-1, -1}, p2[2] = {-1, -1};
+	std::atomic<pid_t> a_tid{0};
+	std::atomic<bool> a_between{false}; // A is past its first block
+	std::atomic<bool> b2_started{false};
+	work_struct a, b1, b2;
+};
+lost_record *lost;
+
+} // namespace
+
+// A worker found blocked, counted running again when its switch-in record
+// came, then blocked again with that block's record lost: the monitor reads
+// its state while items wait behind it, so they still start. Every
+// blocked-switch record is dropped (cmwq.fail_switch_records) and CPU-hog
+// detection is off, so nothing else can find the second block: with
+// sampling off or on, a worker whose event is on is otherwise judged by its
+// records alone.
+class lost_switch_record : public testing::TestWithParam<const char *> {};
+
+TEST_P(lost_switch_record, a_block_after_the_worker_ran_again_is_still_found)
+{
+	saved_params saved;
+	if (!perf_available())
+		GTEST_SKIP() << "context-switch events are not available here";
+	ASSERT_EQ(cmwq_param_set("cmwq.block_detect", "perf"), 0);
+	ASSERT_EQ(cmwq_param_set("cmwq.blocked_sample_us", GetParam()), 0);
+	// A's 50 ms of running must not make it a CPU hog (which would let
+	// the items behind it start for that reason).
+	char hog[32] = {};
+	ASSERT_EQ(cmwq_param_get("workqueue.cpu_intensive_thresh_us", hog, sizeof(hog)), 0);
+	ASSERT_EQ(cmwq_param_set("workqueue.cpu_intensive_thresh_us", "0"), 0);
+	ASSERT_EQ(cmwq_param_set("cmwq.fail_switch_records", "-1"), 0);
+	EXPECT_EQ(cmwq_param_set("cmwq.fail_switch_records", "-2"), -EINVAL);
+	workqueue_struct *wq = alloc_workqueue("detect_lost", WQ_PERCPU, 0);
+	ASSERT_NE(wq, nullptr);
+	lost_record s;
+	lost = &s;
+	ASSERT_EQ(pipe(s.p1), 0);
+	ASSERT_EQ(pipe(s.p2), 0);
+	INIT_WORK(&s.a, [](work_struct *) {
+		char c;
+		lost->a_tid = static_cast<pid_t>(syscall(SYS_gettid));
+		(void)!read(lost->p1[0], &c, 1); // first block: found by its state
+		// Running (not blocked) long enough for the monitor to take the
+		// switch-in record, which counts this worker running again.
+		auto until = std::chrono::steady_clock::now() + 50ms;
+		while (std::chrono::steady_clock::now() < until) {
+		}
+		lost->a_between = true;
+		(void)!read(lost->p2[0], &c, 1); // second block: its record is lost
+	});
+	INIT_WORK(&s.b1, [](work_struct *) { (void)!write(lost->p1[1], "x", 1); });
+	INIT_WORK(&s.b2, [](work_struct *) {
+		lost->b2_started = true;
+		(void)!write(lost->p2[1], "x", 1);
+	});
+	queue_work_on(test_cpu(), wq, &s.a);
+	ASSERT_TRUE(wait_until([&] { return s.a_tid.load() && thread_state(s.a_tid) == 'S'; }));
+	// B1 waits behind A until the monitor finds A blocked; it then wakes A.
+	queue_work_on(test_cpu(), wq, &s.b1);
+	ASSERT_TRUE(wait_until([&] { return s.a_between.load() && thread_state(s.a_tid) == 'S'; }, 20000ms));
+	ASSERT_TRUE(flush_work(&s.b1) || !work_pending(&s.b1));
+	queue_work_on(test_cpu(), wq, &s.b2);
+	bool started = wait_until([&] { return s.b2_started.load(); }, 20000ms);
+	EXPECT_TRUE(started) << "the item behind a worker whose block record was lost never started";
+	if (!started)
+		(void)!write(s.p2[1], "x", 1);
+	cmwq_param_set("cmwq.fail_switch_records", "0");
+	cmwq_param_set("workqueue.cpu_intensive_thresh_us", hog);
+	flush_workqueue(wq);
+	destroy_workqueue(wq);
+	for (int fd : {s.p1[0], s.p1[1], s.p2[0], s.p2[1]})
+		close(fd);
+	lost = nullptr;
+}
+
+INSTANTIATE_TEST_SUITE_P(sampling, lost_switch_record, testing::Values("0", "200"),
+			 [](const testing::TestParamInfo<const char *> &i) {
+				 return std::string(i.param[0] == '0' ? "off" : "every_200us");
+			 });
 
 TEST(block_detect, parameter_reads_the_detector_in_effect_and_refuses_unknown_values)
 {
