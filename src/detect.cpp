@@ -1,5 +1,6 @@
-// detect.cpp - the block detector's plumbing: one context-switch event per
-// worker (perf_event_open, PERF_COUNT_SW_DUMMY with context_switch), its ring
+// detect.cpp - the block detector's plumbing: a context-switch event per
+// worker that has needed one (perf_event_open, PERF_COUNT_SW_DUMMY with
+// context_switch, opened by the worker or the monitor on first need), its ring
 // buffer, the registry that lets the monitor read it safely, and the epoll
 // set the monitor waits on.
 //
@@ -67,7 +68,8 @@ detector &det()
 	return *d;
 }
 
-int open_event(int &err)
+// On the thread tid (0: the calling thread).
+int open_event(int &err, pid_t tid = 0)
 {
 	long f = params().fail_perf_open.load();
 	if (f == -1 || (f > 0 && params().fail_perf_open.compare_exchange_strong(f, f - 1))) {
@@ -85,7 +87,7 @@ int open_event(int &err)
 	attr.exclude_hv = 1;
 	attr.watermark = 1;
 	attr.wakeup_watermark = 1; // every record wakes the poller
-	int fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
+	int fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
 	err = fd < 0 ? errno : 0;
 	return fd;
 }
@@ -107,8 +109,8 @@ std::string errno_why(const char *what, int err)
 int probe_locked(int requested) REQUIRES(det().lock)
 {
 	auto &d = det();
-	// The events are tried whatever the request, so that workers can open
-	// theirs at start under any mode and a later switch to perf covers them.
+	// The events are tried whatever the request, so that a later switch to
+	// perf knows whether workers will be able to open theirs.
 	int err;
 	int fd = open_event(err);
 	if (fd < 0) {
@@ -165,13 +167,14 @@ bool ensure_epoll_locked() REQUIRES(det().lock)
 void release_slot_locked(worker *w) REQUIRES(det().lock)
 {
 	auto &d = det();
-	uint32_t idx = static_cast<uint32_t>(w->detect_token & 0xffffffffu);
+	uint32_t idx = static_cast<uint32_t>(w->detect_token.load(std::memory_order_relaxed) & 0xffffffffu);
+	int fd = w->perf_fd.load(std::memory_order_relaxed);
 	if (d.epfd >= 0)
-		epoll_ctl(d.epfd, EPOLL_CTL_DEL, w->perf_fd, nullptr);
+		epoll_ctl(d.epfd, EPOLL_CTL_DEL, fd, nullptr);
 	munmap(d.slots[idx].mm, d.map_bytes);
-	close(w->perf_fd);
-	w->perf_fd = -1;
-	w->detect_token = 0;
+	close(fd);
+	w->perf_fd.store(-1, std::memory_order_relaxed);
+	w->detect_token.store(0, std::memory_order_relaxed);
 	d.slots[idx].w = nullptr;
 	d.slots[idx].fd = -1;
 	d.slots[idx].mm = nullptr;
@@ -213,12 +216,14 @@ int read_ring(perf_event_mmap_page *mm, size_t data_bytes)
 	return state;
 }
 
-// Context: the worker, no lock. Opens and registers its event; false if it
-// cannot (it is then found by sampling).
-bool open_worker_event(worker *w)
+// Context: no lock; the worker itself (tid 0), or the monitor for a worker
+// it holds a pin on (tid its thread: alive until the pin is dropped). Opens
+// and registers the worker's event; false if it cannot (it is then found by
+// sampling). Whoever comes second, or after the worker's exit, closes its own.
+bool open_worker_event(worker *w, pid_t tid = 0)
 {
 	int err;
-	int fd = open_event(err);
+	int fd = open_event(err, tid);
 	if (fd < 0) {
 		if (err == EMFILE || err == ENFILE)
 			warn_once_msg("block-detect-fd", "cmwq: a worker could not open its context-switch event (" +
@@ -228,6 +233,10 @@ bool open_worker_event(worker *w)
 	}
 	auto &d = det();
 	lock_guard lk(d.lock);
+	if (w->detect_gone || w->perf_fd.load(std::memory_order_relaxed) >= 0) {
+		close(fd);
+		return !w->detect_gone;
+	}
 	if (fd >= d.nofile - DETECT_FD_RESERVE) {
 		close(fd);
 		warn_once_msg("block-detect-fd", "cmwq: workers near RLIMIT_NOFILE (" + std::to_string(d.nofile) +
@@ -258,11 +267,12 @@ bool open_worker_event(worker *w)
 	d.slots[idx].w = w;
 	d.slots[idx].fd = fd;
 	d.slots[idx].mm = static_cast<perf_event_mmap_page *>(mm);
-	w->perf_fd = fd;
-	w->detect_token = (static_cast<uint64_t>(d.slots[idx].gen) << 32) | idx;
+	uint64_t token = (static_cast<uint64_t>(d.slots[idx].gen) << 32) | idx;
+	w->perf_fd.store(fd, std::memory_order_release);
+	w->detect_token.store(token, std::memory_order_release);
 	epoll_event e{};
 	e.events = EPOLLIN;
-	e.data.u64 = w->detect_token;
+	e.data.u64 = token;
 	if (epoll_ctl(d.epfd, EPOLL_CTL_ADD, fd, &e)) {
 		release_slot_locked(w);
 		return false;
@@ -329,29 +339,23 @@ const char *block_mode_name(int m)
 	}
 }
 
-void detect_worker_start(worker *w)
+void detect_worker_start(worker *)
 {
-	int m = detect_mode();
-	bool avail;
-	{
-		lock_guard lk(det().lock);
-		avail = det().avail;
-	}
-	// Under sample or off the event is opened too (and stays disabled), so
-	// that switching to perf at run time covers this worker; a failure then
-	// is retried when the worker first needs the event.
-	if (m == BLOCK_PERF || avail) {
-		if (!open_worker_event(w) && m == BLOCK_PERF)
-			w->perf_failed = true;
-	}
+	// The detector in effect is settled (probed) before the first item.
+	// The worker's event is not opened here: an open event, enabled or
+	// not, adds to every context switch of its thread (about 0.6 us in a
+	// VM, a sixth of a queue-and-wait round trip), and most workers never
+	// need one. It is opened on first need: by the worker when it starts
+	// an item with others waiting behind it (detect_enable_self), or by the
+	// monitor when items arrive behind one it is running (detect_open_for).
+	(void)detect_mode();
 }
 
 void detect_worker_exit(worker *w)
 {
-	if (w->perf_fd < 0)
-		return;
 	lock_guard lk(det().lock);
-	if (w->perf_fd >= 0)
+	w->detect_gone = true;
+	if (w->perf_fd.load(std::memory_order_relaxed) >= 0)
 		release_slot_locked(w);
 }
 
@@ -359,23 +363,32 @@ void detect_enable_self(worker *w)
 {
 	if (w->perf_on.load(std::memory_order_relaxed) || det().mode.load(std::memory_order_relaxed) != BLOCK_PERF)
 		return;
-	if (w->perf_fd < 0) {
-		// A worker started while another detector was in effect opens
-		// its event on first need.
-		if (w->perf_failed || !open_worker_event(w)) {
-			w->perf_failed = true;
+	if (w->perf_fd.load(std::memory_order_acquire) < 0) {
+		if (w->perf_failed.load(std::memory_order_relaxed) || !open_worker_event(w)) {
+			w->perf_failed.store(true, std::memory_order_relaxed);
 			return;
 		}
 	}
 	if (!w->perf_on.exchange(true))
-		ioctl(w->perf_fd, PERF_EVENT_IOC_ENABLE, 0);
+		ioctl(w->perf_fd.load(std::memory_order_acquire), PERF_EVENT_IOC_ENABLE, 0);
 }
 
 void detect_disable_self(worker *w)
 {
-	if (w->perf_fd < 0 || !w->perf_on.load(std::memory_order_relaxed) || !w->perf_on.exchange(false))
+	if (!w->perf_on.load(std::memory_order_relaxed) || !w->perf_on.exchange(false))
 		return;
-	ioctl(w->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+	ioctl(w->perf_fd.load(std::memory_order_acquire), PERF_EVENT_IOC_DISABLE, 0);
+}
+
+uint64_t detect_open_for(worker *w, pid_t tid)
+{
+	if (w->perf_failed.load(std::memory_order_relaxed) || tid <= 0)
+		return 0;
+	if (!open_worker_event(w, tid)) {
+		w->perf_failed.store(true, std::memory_order_relaxed);
+		return 0;
+	}
+	return w->detect_token.load(std::memory_order_acquire);
 }
 
 int detect_enable(worker *w, uint64_t token)
@@ -387,7 +400,7 @@ int detect_enable(worker *w, uint64_t token)
 		return -1; // gone, or never had one
 	if (w->perf_on.exchange(true))
 		return 0;
-	ioctl(w->perf_fd, PERF_EVENT_IOC_ENABLE, 0);
+	ioctl(w->perf_fd.load(std::memory_order_relaxed), PERF_EVENT_IOC_ENABLE, 0);
 	return 1;
 }
 

@@ -185,6 +185,10 @@ const char *block_mode_name(int m);
 void detect_worker_start(worker *w);
 void detect_worker_exit(worker *w);
 void detect_enable_self(worker *w);
+// Context: the monitor, no lock, holding a pin on w (a running worker with
+// items waiting behind it and no event yet): opens w's event on its
+// thread. Its token (for detect_enable), or 0 if it has none (sampled).
+uint64_t detect_open_for(worker *w, pid_t tid);
 void detect_disable_self(worker *w);
 // Context: no lock (takes D). Enables another worker's event if token (read
 // under its pool's lock) is still its registration: 1 enabled now, 0 it

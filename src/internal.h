@@ -379,11 +379,15 @@ struct worker {
 	pthread_t thread{};              // I: set by the thread before its first L
 	workqueue_struct *rescue_wq = nullptr; // I: rescuers only
 	bool rescue_stop = false;        // Y: destroy_workqueue stops the rescuer
-	// The block detector (detect.cpp): the worker's context-switch event.
-	int perf_fd = -1;                // K: opened by the worker on first need, closed at its exit under D
-	uint64_t detect_token = 0;       // K: its registry slot and generation, 0 without an event
+	// The block detector (detect.cpp): the worker's context-switch event,
+	// opened on first need (an open event costs every context switch of
+	// the thread, enabled or not), by the worker or by the monitor for a
+	// running worker it holds a pin on; written under D, read without it.
+	std::atomic<int> perf_fd{-1};    // A: closed at the worker's exit under D
+	std::atomic<uint64_t> detect_token{0}; // A: its registry slot and generation, 0 without an event
 	std::atomic<bool> perf_on{false}; // A: the event is enabled
-	bool perf_failed = false;        // K: its event could not be opened (sampled instead)
+	std::atomic<bool> perf_failed{false}; // A: its event could not be opened (sampled instead)
+	bool detect_gone = false;        // D: detect_worker_exit ran; nothing opens an event for it any more
 	std::atomic<bool> in_item{false}; // A: running its item's function (the worker stores it)
 	std::atomic<bool> marked{false};  // A: mirror of detected, for the monitor's look without L
 };

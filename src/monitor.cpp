@@ -84,6 +84,7 @@ struct candidate {
 	bool check_restore; // detected earlier: running again?
 	uint64_t token = 0; // enable the worker's event, then check it once
 	bool recheck = false; // counted running again during this item (recheck_prog)
+	bool open = false;  // open its event first (w is pinned: pins was raised under L)
 };
 
 // Context: L. The worker is blocked: count it out and wake or create
@@ -187,8 +188,18 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 			// Under perf, a worker with its event on is judged by its
 			// switches; one whose event is off gets it on now and is
 			// looked at once (it may have blocked before).
-			bool evented = mode == BLOCK_PERF && w->detect_token;
+			bool evented = mode == BLOCK_PERF && w->detect_token.load(std::memory_order_relaxed);
 			bool event_on = evented && w->perf_on.load(std::memory_order_relaxed);
+			// Under perf, a running worker that never needed its event
+			// has none: the monitor opens it on the worker's thread (the
+			// pin keeps the thread and the worker alive meanwhile).
+			bool openable = mode == BLOCK_PERF && !evented && !w->perf_failed.load(std::memory_order_relaxed);
+			auto open_cand = [&] {
+				w->pins.fetch_add(1, std::memory_order_relaxed);
+				candidate c{w, w->tid, prog, true, false};
+				c.open = true;
+				cands.push_back(c);
+			};
 			if (w->detected) {
 				if (!event_on)
 					cands.push_back({w, w->tid, prog, false, true});
@@ -203,7 +214,9 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 				w->recheck_prog = 0;
 			if (enable_only) {
 				if (evented && !event_on && !list_empty(&pool->worklist))
-					cands.push_back({w, w->tid, prog, true, false, w->detect_token});
+					cands.push_back({w, w->tid, prog, true, false, w->detect_token.load()});
+				else if (openable && !list_empty(&pool->worklist))
+					open_cand();
 				else if (recheck && !list_empty(&pool->worklist))
 					cands.push_back({w, w->tid, prog, true, false, 0, true});
 				continue;
@@ -238,7 +251,9 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 			// Not on first sight: an item queued behind one that is about
 			// to end would only cost the worker two ioctls.
 			if (evented && !event_on)
-				cands.push_back({w, w->tid, prog, true, false, w->detect_token});
+				cands.push_back({w, w->tid, prog, true, false, w->detect_token.load()});
+			else if (openable)
+				open_cand();
 			else if ((!evented && stalled) || recheck)
 				cands.push_back({w, w->tid, prog, true, false, 0, recheck});
 		}
@@ -253,6 +268,20 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 		d.run();
 	bool look_again = false;
 	for (auto &c : cands) {
+		// Dropped when this candidate is done: the worker may then exit.
+		struct unpin {
+			worker *w;
+			~unpin()
+			{
+				if (w)
+					w->pins.fetch_sub(1, std::memory_order_release);
+			}
+		} pin{c.open ? c.w : nullptr};
+		if (c.open) {
+			c.token = detect_open_for(c.w, c.tid);
+			// No event after all: the sampling below and on later
+			// passes finds it (the worker is perf_failed now).
+		}
 		if (c.token && detect_enable(c.w, c.token) != 1)
 			continue; // gone, or enabled by the worker itself meanwhile
 		char st = task_state(c.tid);

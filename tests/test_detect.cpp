@@ -358,6 +358,117 @@ INSTANTIATE_TEST_SUITE_P(sampling, lost_switch_record, testing::Values("0", "200
 				 return std::string(i.param[0] == '0' ? "off" : "every_200us");
 			 });
 
+namespace {
+
+// Context-switch events this process holds (the library's, one per worker
+// that has needed one).
+int perf_event_fds()
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1;
+	while (dirent *e = readdir(d)) {
+		char path[300], buf[64];
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		ssize_t k = readlink(path, buf, sizeof(buf) - 1);
+		if (k > 0) {
+			buf[k] = 0;
+			n += std::string(buf) == "anon_inode:[perf_event]";
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+std::atomic<bool> rt_done;
+void rt_fn(work_struct *) { rt_done = true; }
+
+// Queue-and-wait round trips on cpu, each queued only once the previous
+// one's worker has let go of it: no item ever waits behind a running one.
+void round_trips(workqueue_struct *wq, int cpu, int n)
+{
+	work_struct w;
+	INIT_WORK(&w, rt_fn);
+	for (int i = 0; i < n; i++) {
+		rt_done = false;
+		ASSERT_TRUE(queue_work_on(cpu, wq, &w));
+		ASSERT_TRUE(wait_until([] { return rt_done.load(); }, 20000ms));
+		ASSERT_TRUE(wait_until([&] { return work_busy(&w) == 0; }, 20000ms));
+	}
+}
+
+std::atomic<bool> a_started, b_started, give_up;
+void lone_a_fn(work_struct *)
+{
+	a_started = true;
+	while (!b_started.load() && !give_up.load()) {
+		timespec ts{0, 1000000};
+		nanosleep(&ts, nullptr);
+	}
+}
+void lone_b_fn(work_struct *) { b_started = true; }
+
+} // namespace
+
+// An open event costs its thread on every context switch, enabled or not,
+// so a worker opens one only once an item waits behind it.
+TEST(block_detect, workers_whose_items_never_wait_hold_no_event)
+{
+	saved_params saved;
+	if (!perf_available())
+		GTEST_SKIP() << "context-switch events are not available here";
+	ASSERT_EQ(cmwq_param_set("cmwq.block_detect", "perf"), 0);
+	// High priority: a pool of its own, whose workers no other test of
+	// this program has given an event.
+	workqueue_struct *pc = alloc_workqueue("detect_rt_p", WQ_PERCPU | WQ_HIGHPRI, 0);
+	workqueue_struct *ub = alloc_workqueue("detect_rt_u", WQ_UNBOUND, 0);
+	ASSERT_NE(pc, nullptr);
+	ASSERT_NE(ub, nullptr);
+	int before = perf_event_fds();
+	ASSERT_GE(before, 0);
+	round_trips(pc, test_cpu(), 200);
+	round_trips(ub, test_cpu(), 200);
+	EXPECT_EQ(perf_event_fds(), before) << "a round trip opened a context-switch event";
+	// Control: an item blocked with another behind it does open one (so
+	// the count above could have moved).
+	EXPECT_TRUE(b_starts_while_a_blocks(pc, how::nanosleep));
+	EXPECT_GT(perf_event_fds(), before);
+	destroy_workqueue(ub);
+	destroy_workqueue(pc);
+}
+
+// The worker started its item alone, so it has no event; an item queued
+// behind it later has the monitor open the worker's event on its thread,
+// which then finds the block (sampling off: nothing else could).
+TEST(block_detect, an_item_queued_behind_a_lone_running_item_opens_its_workers_event)
+{
+	saved_params saved;
+	if (!perf_available())
+		GTEST_SKIP() << "context-switch events are not available here";
+	ASSERT_EQ(cmwq_param_set("cmwq.block_detect", "perf"), 0);
+	ASSERT_EQ(cmwq_param_set("cmwq.blocked_sample_us", "0"), 0);
+	workqueue_struct *wq = alloc_workqueue("detect_lone", WQ_PERCPU, 0);
+	ASSERT_NE(wq, nullptr);
+	// Settle the pool (its first workers; see the test above), without
+	// ever letting an item wait behind a running one.
+	round_trips(wq, test_cpu(), 3);
+	std::this_thread::sleep_for(200ms);
+	for (int round = 0; round < 2; round++) {
+		a_started = b_started = give_up = false;
+		work_struct a, b;
+		INIT_WORK(&a, lone_a_fn);
+		INIT_WORK(&b, lone_b_fn);
+		ASSERT_TRUE(queue_work_on(test_cpu(), wq, &a));
+		ASSERT_TRUE(wait_until([] { return a_started.load(); }, 20000ms));
+		ASSERT_TRUE(queue_work_on(test_cpu(), wq, &b));
+		EXPECT_TRUE(wait_until([] { return b_started.load(); }, 20000ms)) << "round " << round;
+		give_up = true;
+		flush_workqueue(wq);
+	}
+	destroy_workqueue(wq);
+}
+
 TEST(block_detect, parameter_reads_the_detector_in_effect_and_refuses_unknown_values)
 {
 	saved_params saved;
