@@ -375,9 +375,23 @@ void detect_enable_self(worker *w)
 
 void detect_disable_self(worker *w)
 {
-	if (!w->perf_on.load(std::memory_order_relaxed) || !w->perf_on.exchange(false))
+	if (w->perf_on.load(std::memory_order_relaxed) && w->perf_on.exchange(false)) {
+		ioctl(w->perf_fd.load(std::memory_order_acquire), PERF_EVENT_IOC_DISABLE, 0);
+		w->event_unneeded = 0;
 		return;
-	ioctl(w->perf_fd.load(std::memory_order_acquire), PERF_EVENT_IOC_DISABLE, 0);
+	}
+	// Not enabled during this busy period. An event left open would cost
+	// every switch of the thread; after cmwq.block_event_idle_runs such
+	// periods in a row it is closed, and opened again on the next need.
+	unsigned runs = params().block_event_idle_runs.load(std::memory_order_relaxed);
+	if (w->perf_fd.load(std::memory_order_relaxed) < 0 || !runs ||
+	    static_cast<unsigned>(++w->event_unneeded) < runs)
+		return;
+	w->event_unneeded = 0;
+	lock_guard lk(det().lock);
+	// The monitor may have enabled it meanwhile (under D): keep it then.
+	if (w->perf_fd.load(std::memory_order_relaxed) >= 0 && !w->perf_on.load(std::memory_order_relaxed))
+		release_slot_locked(w);
 }
 
 uint64_t detect_open_for(worker *w, pid_t tid)

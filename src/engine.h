@@ -178,10 +178,10 @@ int detect_mode();
 // (with a message) when perf is asked for and cannot be opened.
 int detect_set_mode(int requested);
 const char *block_mode_name(int m);
-// Context: the worker's own thread, no lock. Its event: opened at start
-// when the mode is perf (or on first need, for a worker started under
-// another mode), enabled before an item that others wait behind, disabled
-// when it goes idle, closed at exit.
+// Context: the worker's own thread, no lock. Its event: opened on first
+// need (before an item that others wait behind; or by the monitor,
+// detect_open_for), enabled then, disabled when it goes idle, closed after
+// many busy periods that did not need it, and at exit.
 void detect_worker_start(worker *w);
 void detect_worker_exit(worker *w);
 void detect_enable_self(worker *w);
@@ -189,6 +189,8 @@ void detect_enable_self(worker *w);
 // items waiting behind it and no event yet): opens w's event on its
 // thread. Its token (for detect_enable), or 0 if it has none (sampled).
 uint64_t detect_open_for(worker *w, pid_t tid);
+// Context: the worker going idle, no lock. Disables its event, or, after
+// many busy periods in a row that did not need it, closes it (takes D).
 void detect_disable_self(worker *w);
 // Context: no lock (takes D). Enables another worker's event if token (read
 // under its pool's lock) is still its registration: 1 enabled now, 0 it

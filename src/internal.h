@@ -388,6 +388,7 @@ struct worker {
 	std::atomic<bool> perf_on{false}; // A: the event is enabled
 	std::atomic<bool> perf_failed{false}; // A: its event could not be opened (sampled instead)
 	bool detect_gone = false;        // D: detect_worker_exit ran; nothing opens an event for it any more
+	int event_unneeded = 0;          // K: busy periods in a row that did not enable its event
 	std::atomic<bool> in_item{false}; // A: running its item's function (the worker stores it)
 	std::atomic<bool> marked{false};  // A: mirror of detected, for the monitor's look without L
 };
@@ -571,6 +572,7 @@ struct params_t {
 	std::atomic<unsigned> idle_spin_ns{0};           // per-CPU and BH pools
 	std::atomic<unsigned> unbound_idle_spin_ns{20000}; // unbound pools
 	std::atomic<unsigned> blocked_sample_us{200};
+	std::atomic<unsigned> block_event_idle_runs{64}; // busy periods without need before a worker closes its event (0: never)
 	std::atomic<unsigned> blocked_window_us{500};
 	std::atomic<int> block_detect{0};       // requested: block_mode (auto, perf, sample, off)
 	std::atomic<long> fail_perf_open{0};    // forces the block detector's fallback

@@ -469,6 +469,102 @@ TEST(block_detect, an_item_queued_behind_a_lone_running_item_opens_its_workers_e
 	destroy_workqueue(wq);
 }
 
+namespace {
+
+pid_t gettid_() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+// The scenario of the tests above, recording which worker ran A.
+std::atomic<bool> c_b_started, c_give_up;
+std::atomic<pid_t> c_a_tid;
+void close_a_fn(work_struct *)
+{
+	c_a_tid = gettid_();
+	while (!c_b_started.load() && !c_give_up.load()) {
+		timespec ts{0, 1000000};
+		nanosleep(&ts, nullptr);
+	}
+}
+void close_b_fn(work_struct *) { c_b_started = true; }
+
+// Items that sleep under the blocking hint until released, each on a worker
+// of its own (the hint counts its worker out, so the next item is given
+// another at once and never waits behind it).
+struct holder {
+	work_struct w;
+	std::atomic<pid_t> tid{0};
+};
+std::atomic<bool> h_release;
+void holder_fn(work_struct *w)
+{
+	auto *h = reinterpret_cast<holder *>(w);
+	cmwq_blocking_begin();
+	h->tid = gettid_();
+	while (!h_release.load()) {
+		timespec ts{0, 200000};
+		nanosleep(&ts, nullptr);
+	}
+	cmwq_blocking_end();
+}
+
+} // namespace
+
+// An event that stopped being needed is closed again (it would cost every
+// context switch of its worker): after cmwq.block_event_idle_runs busy
+// periods in a row that did not enable it.
+TEST(block_detect, a_worker_closes_an_event_it_no_longer_needs)
+{
+	saved_params saved;
+	if (!perf_available())
+		GTEST_SKIP() << "context-switch events are not available here";
+	std::string runs = param("cmwq.block_event_idle_runs");
+	EXPECT_EQ(runs, "64");
+	ASSERT_EQ(cmwq_param_set("cmwq.block_detect", "perf"), 0);
+	ASSERT_EQ(cmwq_param_set("cmwq.unbound_concurrency", "managed"), 0);
+	// A pool no other test uses (nice 7, one-CPU pods), so its workers
+	// start without events.
+	workqueue_struct *wq = alloc_workqueue("detect_close", WQ_UNBOUND, 0);
+	ASSERT_NE(wq, nullptr);
+	workqueue_attrs *attrs = alloc_workqueue_attrs();
+	attrs->affn_scope = WQ_AFFN_CPU;
+	attrs->nice = 7;
+	ASSERT_EQ(apply_workqueue_attrs(wq, attrs), 0);
+	free_workqueue_attrs(attrs);
+	int before = perf_event_fds();
+	c_b_started = c_give_up = false;
+	work_struct a, b;
+	INIT_WORK(&a, close_a_fn);
+	INIT_WORK(&b, close_b_fn);
+	ASSERT_TRUE(queue_work_on(test_cpu(), wq, &a));
+	ASSERT_TRUE(queue_work_on(test_cpu(), wq, &b));
+	EXPECT_TRUE(wait_until([] { return c_b_started.load(); }, 20000ms)) << "B never started while A blocked";
+	c_give_up = true;
+	flush_workqueue(wq);
+	ASSERT_GT(perf_event_fds(), before) << "the blocked worker opened no event";
+	ASSERT_EQ(cmwq_param_set("cmwq.block_event_idle_runs", "1000001"), -EINVAL);
+	ASSERT_EQ(cmwq_param_set("cmwq.block_event_idle_runs", "-1"), -EINVAL);
+	ASSERT_EQ(cmwq_param_set("cmwq.block_event_idle_runs", "1"), 0);
+	// One busy period without need on A's worker: take idle workers with
+	// holders, one at a time, until one lands on it.
+	h_release = false;
+	std::vector<std::unique_ptr<holder>> hs;
+	bool hit = false;
+	for (int i = 0; i < 16 && !hit; i++) {
+		hs.push_back(std::make_unique<holder>());
+		holder *h = hs.back().get();
+		INIT_WORK(&h->w, holder_fn);
+		ASSERT_TRUE(queue_work_on(test_cpu(), wq, &h->w));
+		ASSERT_TRUE(wait_until([h] { return h->tid.load() != 0; }, 20000ms));
+		hit = h->tid.load() == c_a_tid.load();
+	}
+	h_release = true;
+	flush_workqueue(wq);
+	EXPECT_TRUE(hit) << "A's worker never took a holder";
+	EXPECT_TRUE(wait_until([&] { return perf_event_fds() == before; }, 20000ms))
+		<< "the event is still open: " << perf_event_fds() << " against " << before;
+	ASSERT_EQ(cmwq_param_set("cmwq.block_event_idle_runs", runs.c_str()), 0);
+	destroy_workqueue(wq);
+}
+
 TEST(block_detect, parameter_reads_the_detector_in_effect_and_refuses_unknown_values)
 {
 	saved_params saved;
