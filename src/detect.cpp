@@ -59,7 +59,6 @@ struct detector {
 	std::string why GUARDED_BY(lock); // why the fallback is in effect
 	size_t map_bytes = 0;             // D
 	long nofile = 0;                  // D: soft RLIMIT_NOFILE when probed
-	bool avail = false;               // D: the last probe could open an event
 };
 
 detector &det()
@@ -115,7 +114,6 @@ int probe_locked(int requested) REQUIRES(det().lock)
 	int fd = open_event(err);
 	if (fd < 0) {
 		d.why = errno_why("perf_event_open", err);
-		d.avail = false;
 		return requested == BLOCK_OFF ? BLOCK_OFF : BLOCK_SAMPLE;
 	}
 	long page = sysconf(_SC_PAGESIZE);
@@ -124,7 +122,6 @@ int probe_locked(int requested) REQUIRES(det().lock)
 	close(fd);
 	if (mm == MAP_FAILED) {
 		d.why = errno_why("mmap of the event's ring buffer", errno);
-		d.avail = false;
 		return requested == BLOCK_OFF ? BLOCK_OFF : BLOCK_SAMPLE;
 	}
 	munmap(mm, d.map_bytes);
@@ -133,7 +130,6 @@ int probe_locked(int requested) REQUIRES(det().lock)
 			   ? static_cast<long>(rl.rlim_cur)
 			   : 1L << 20;
 	d.why.clear();
-	d.avail = true;
 	return requested == BLOCK_OFF || requested == BLOCK_SAMPLE ? requested : BLOCK_PERF;
 }
 
@@ -383,9 +379,10 @@ void detect_disable_self(worker *w)
 	// Not enabled during this busy period. An event left open would cost
 	// every switch of the thread; after cmwq.block_event_idle_runs such
 	// periods in a row it is closed, and opened again on the next need.
+	if (w->perf_fd.load(std::memory_order_relaxed) < 0)
+		return;
 	unsigned runs = params().block_event_idle_runs.load(std::memory_order_relaxed);
-	if (w->perf_fd.load(std::memory_order_relaxed) < 0 || !runs ||
-	    static_cast<unsigned>(++w->event_unneeded) < runs)
+	if (!runs || static_cast<unsigned>(++w->event_unneeded) < runs)
 		return;
 	w->event_unneeded = 0;
 	lock_guard lk(det().lock);
