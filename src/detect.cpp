@@ -70,8 +70,7 @@ detector &det()
 // On the thread tid (0: the calling thread).
 int open_event(int &err, pid_t tid = 0)
 {
-	long f = params().fail_perf_open.load();
-	if (f == -1 || (f > 0 && params().fail_perf_open.compare_exchange_strong(f, f - 1))) {
+	if (fault_injected(params().fail_perf_open)) {
 		err = -1; // injected (errno_why says so)
 		return -1;
 	}
@@ -339,8 +338,8 @@ void detect_worker_start(worker *)
 {
 	// The detector in effect is settled (probed) before the first item.
 	// The worker's event is not opened here: an open event, enabled or
-	// not, adds to every context switch of its thread (about 0.6 us in a
-	// VM, a sixth of a queue-and-wait round trip), and most workers never
+	// not, adds to every context switch of its thread (about 1.2 us of a
+	// 7 us queue-and-wait round trip on a 2-vCPU VM), and most workers never
 	// need one. It is opened on first need: by the worker when it starts
 	// an item with others waiting behind it (detect_enable_self), or by the
 	// monitor when items arrive behind one it is running (detect_open_for).

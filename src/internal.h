@@ -582,6 +582,14 @@ struct params_t {
 	std::atomic<bool> control{false};
 };
 
+// A fault-injection switch (cmwq.fail_*): -1 fails every attempt, N > 0
+// the next N (each call that fails takes one), 0 none.
+inline bool fault_injected(std::atomic<long> &sw)
+{
+	long f = sw.load();
+	return f == -1 || (f > 0 && sw.compare_exchange_strong(f, f - 1));
+}
+
 // Counter updates. CMWQ_STATS_OFF compiles them out, only to measure what
 // they cost (docs/benchmarks.md); the counter tests fail in such a build.
 // PWQ_STAT_ADD_LOCKED is for counters only ever written under the pwq's

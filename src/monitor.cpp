@@ -133,12 +133,8 @@ int on_switch(worker *w, bool blocked, std::vector<deferred> &ds)
 	// decision is taken again under L.
 	if (blocked ? !w->in_item.load(std::memory_order_relaxed) : !w->marked.load(std::memory_order_relaxed))
 		return 0;
-	if (blocked) {
-		// cmwq.fail_switch_records: the record is lost (tests).
-		long f = params().fail_switch_records.load(std::memory_order_relaxed);
-		if (f == -1 || (f > 0 && params().fail_switch_records.compare_exchange_strong(f, f - 1)))
-			return 0;
-	}
+	if (blocked && fault_injected(params().fail_switch_records))
+		return 0; // the record is lost (tests)
 	worker_pool *pool = w->pool;
 	deferred d;
 	int acted = 0;

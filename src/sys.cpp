@@ -229,8 +229,7 @@ std::string current_item_name(const worker *w)
 
 int spawn_thread(void *(*fn)(void *), void *arg)
 {
-	long f = params().fail_thread_creation.load();
-	if (f == -1 || (f > 0 && params().fail_thread_creation.compare_exchange_strong(f, f - 1)))
+	if (fault_injected(params().fail_thread_creation))
 		return EAGAIN; // injected by cmwq.fail_thread_creation
 	// Asynchronous signals stay with the program's own threads: a library
 	// thread blocks them from its first instruction (the mask is inherited).

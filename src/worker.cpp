@@ -370,8 +370,7 @@ static bool create_worker(worker_pool *pool)
 	auto &gl = g();
 	if (gl.child_first_use.load(std::memory_order_relaxed) && gl.child_first_use.exchange(false))
 		gl.child_start();
-	long f = params().fail_worker_creation.load();
-	if (f == -1 || (f > 0 && params().fail_worker_creation.compare_exchange_strong(f, f - 1))) {
+	if (fault_injected(params().fail_worker_creation)) {
 		warn_once_msg("create-fail", "cmwq: Failed to create a worker thread (injected by cmwq.fail_worker_creation)");
 		return false;
 	}
