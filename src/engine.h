@@ -54,10 +54,6 @@ uint64_t thread_cpu_ns();
 uint64_t worker_clock_ns(worker *w);
 // Context: the worker itself. A clock read that also anchors worker_clock_ns.
 uint64_t worker_clock_anchor(worker *w);
-// Context: no lock; may sleep. Waits while *a == val (spurious returns allowed).
-void futex_wait(std::atomic<int> *a, int val);
-// Context: any. Wakes up to n waiters of a.
-void futex_wake(std::atomic<int> *a, int n);
 // Context: no lock. The wake word of a worker or rescuer: 0 idle, 1 woken,
 // 2 asleep in the futex. worker_wait_word sleeps from 0 until woken (the
 // caller stored 0 before its last look for work); worker_wake_word wakes.

@@ -20,7 +20,7 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -116,9 +116,76 @@ private:
 	std::mutex m_;
 };
 
+// Context: no lock; may sleep. Waits while *a == val (spurious returns
+// allowed); futex_wait_for gives up after ns nanoseconds.
+void futex_wait(std::atomic<int> *a, int val);
+void futex_wait_for(std::atomic<int> *a, int val, uint64_t ns);
+// Context: any. Wakes up to n waiters of a.
+void futex_wake(std::atomic<int> *a, int n);
+
+// A condition variable for the engine's own threads and waits: a sequence
+// word that every notify advances and waiters sleep on. It keeps no record
+// of who waits beyond a count that only saves a notify's system call, so a
+// fork child inherits nothing it could wait on. (A glibc condition variable
+// records its waiters' groups: in a child whose parent had a thread waiting
+// on it, the first notify could wait forever for that thread to leave.)
+// Waiters hold lk (any lock with lock and unlock) when they call wait and
+// again when it returns; wakeups may be spurious.
+class cond_var {
+public:
+	// The lock is dropped and retaken inside, as a condition variable's
+	// wait does: the analysis sees it held throughout.
+	template <class L>
+	void wait(L &lk) NO_THREAD_SAFETY_ANALYSIS
+	{
+		int s = begin_wait();
+		lk.unlock();
+		futex_wait(&seq_, s);
+		lk.lock();
+		waiters_.fetch_sub(1, std::memory_order_relaxed);
+	}
+	template <class L, class P>
+	void wait(L &lk, P ready) NO_THREAD_SAFETY_ANALYSIS
+	{
+		while (!ready())
+			wait(lk);
+	}
+	template <class L, class R, class Per>
+	void wait_for(L &lk, std::chrono::duration<R, Per> d) NO_THREAD_SAFETY_ANALYSIS
+	{
+		auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+		int s = begin_wait();
+		lk.unlock();
+		futex_wait_for(&seq_, s, ns > 0 ? static_cast<uint64_t>(ns) : 0);
+		lk.lock();
+		waiters_.fetch_sub(1, std::memory_order_relaxed);
+	}
+	void notify_one() { notify(1); }
+	void notify_all() { notify(INT32_MAX); }
+
+private:
+	// The count goes up before the sequence is read and the notifier reads
+	// it after advancing the sequence (both sequentially consistent): a
+	// notifier that sees no waiter advanced the sequence before any later
+	// waiter read it, so that waiter's futex wait returns at once.
+	int begin_wait()
+	{
+		waiters_.fetch_add(1, std::memory_order_seq_cst);
+		return seq_.load(std::memory_order_seq_cst);
+	}
+	void notify(int n)
+	{
+		seq_.fetch_add(1, std::memory_order_seq_cst);
+		if (waiters_.load(std::memory_order_seq_cst) > 0)
+			futex_wake(&seq_, n);
+	}
+	std::atomic<int> seq_{0};
+	std::atomic<int> waiters_{0};
+};
+
 // Scoped holders the analysis follows (lock_guard and std::unique_lock
 // carry no annotations). unique_lock may be dropped and retaken; waits on a
-// std::condition_variable_any use it as their lock.
+// cond_var use it as their lock.
 template <class M>
 class SCOPED_CAPABILITY lock_guard {
 public:
@@ -267,7 +334,6 @@ inline bool too_many_workers(const pool_counts &c)
 struct worker_pool;
 struct worker;
 struct pool_workqueue;
-
 
 struct worker_pool {
 	pool_mutex lock;
@@ -469,7 +535,7 @@ struct workqueue_struct {
 	// pwq (pwq->nr_in_flight_color); a flusher advances work_color and waits
 	// until no pwq holds an item of an older color.
 	cmwq::detail::mutex flush_mutex; // F
-	std::condition_variable_any flush_cv; // F
+	cmwq::detail::cond_var flush_cv; // F
 	std::atomic<int> work_color{0};  // A (written under F)
 	int flush_color GUARDED_BY(flush_mutex) = 0;             // F: oldest color not yet drained
 	std::atomic<int> nr_flushers{0}; // A
@@ -516,7 +582,7 @@ struct globals {
 	// The monitor thread sleeps on this until a pool asks to be sampled.
 	struct {
 		mutex lock;
-		std::condition_variable_any cv;
+		cond_var cv;
 		bool armed = false;                 // lock
 		int efd = -1;                       // lock: eventfd the monitor waits on with the
 		                                    //    block detector's events (-1: it waits on cv)

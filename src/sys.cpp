@@ -195,6 +195,11 @@ void futex_wait(std::atomic<int> *a, int val)
 {
 	syscall(SYS_futex, reinterpret_cast<int *>(a), FUTEX_WAIT_PRIVATE, val, nullptr, nullptr, 0);
 }
+void futex_wait_for(std::atomic<int> *a, int val, uint64_t ns)
+{
+	timespec ts{static_cast<time_t>(ns / 1000000000ull), static_cast<long>(ns % 1000000000ull)};
+	syscall(SYS_futex, reinterpret_cast<int *>(a), FUTEX_WAIT_PRIVATE, val, &ts, nullptr, 0);
+}
 void futex_wake(std::atomic<int> *a, int n)
 {
 	syscall(SYS_futex, reinterpret_cast<int *>(a), FUTEX_WAKE_PRIVATE, n, nullptr, nullptr, 0);

@@ -18,10 +18,10 @@ namespace {
 
 struct timer_base {
 	mutex lock;
-	std::condition_variable_any cv;
+	cond_var cv;
 	std::vector<timer_list *> heap; // T
 	timer_list *running = nullptr;  // T: whose callback the thread runs now
-	std::condition_variable_any done; // T: running changed (for del_timer_sync)
+	cond_var done; // T: running changed (for del_timer_sync)
 	bool started = false;   // lock
 	uint64_t retry_ns = 0;  // lock: no start attempt before this
 };

@@ -341,3 +341,68 @@ TEST(fork, a_child_whose_parent_was_starved_still_rescues)
 	destroy_workqueue(plain);
 	destroy_workqueue(starved_reclaim_wq);
 }
+
+namespace {
+std::atomic<int> child_timer_runs{0};
+
+int child_arms_a_timer_and_flushes()
+{
+	delayed_work dw;
+	INIT_DELAYED_WORK(&dw, [](work_struct *) { child_timer_runs++; });
+	queue_delayed_work(system_dfl_wq, &dw, 1);
+	flush_delayed_work(&dw);
+	workqueue_struct *wq = alloc_workqueue("t_fork_timer_child", WQ_UNBOUND, 0);
+	work_struct w;
+	INIT_WORK(&w, child_fn);
+	queue_work(wq, &w);
+	flush_workqueue(wq);
+	destroy_workqueue(wq);
+	return child_timer_runs.load() == 1 ? 0 : 2;
+}
+} // namespace
+
+// fork while other threads arm and cancel timers and flush workqueues, so
+// that the parent's timer thread and flushers are often being woken at the
+// moment of the fork: the child's first timer and its first flush must not
+// wait for those threads, which do not exist there. (The engine's waits
+// once used glibc condition variables, which record their waiters: a child
+// forked just after the parent signalled the timer thread, before it woke,
+// blocked forever in its first notify, under a pool lock.)
+TEST(fork, a_child_forked_while_timers_and_flushes_wake_threads_can_use_both)
+{
+	if (getenv("CMWQ_UNDER_EMULATION"))
+		GTEST_SKIP() << "qemu user-mode emulation does not fork a process whose other threads are running "
+				"reliably (the child can hang in the emulator's own locks)";
+	workqueue_struct *wq = alloc_workqueue("t_fork_timers", WQ_UNBOUND, 0);
+	ASSERT_NE(wq, nullptr);
+	std::atomic<bool> stop{false};
+	std::vector<std::thread> ts;
+	for (int t = 0; t < 3; t++)
+		ts.emplace_back([&, t] {
+			delayed_work dw;
+			INIT_DELAYED_WORK(&dw, [](work_struct *) {});
+			work_struct w;
+			INIT_WORK(&w, [](work_struct *) {});
+			for (unsigned i = 0; !stop.load(); i++) {
+				if (t == 2) {
+					queue_work(wq, &w);
+					flush_workqueue(wq);
+				} else if (i % 2) {
+					mod_delayed_work(wq, &dw, i % 3);
+				} else {
+					cancel_delayed_work(&dw);
+				}
+			}
+			cancel_delayed_work_sync(&dw);
+		});
+	for (int i = 0; i < 100; i++) {
+		int rc = in_child(child_arms_a_timer_and_flushes);
+		EXPECT_EQ(rc, 0) << "fork " << i << " (2: the timer's item did not run once; 1014: it hung)";
+		if (rc)
+			break;
+	}
+	stop = true;
+	for (auto &t : ts)
+		t.join();
+	destroy_workqueue(wq);
+}
