@@ -119,7 +119,7 @@ void rebuild_pools() NO_THREAD_SAFETY_ANALYSIS
 			b = nullptr;
 		pool->nr_workers = pool->nr_idle = pool->nr_running = 0;
 		pool->nr_returning.store(0, std::memory_order_relaxed);
-		pool->nr_spinning.store(0, std::memory_order_relaxed);
+		pool->watchers.clear();
 		pool->flags &= ~POOL_MANAGER_ACTIVE;
 		pool->creating = false;
 		pool->mayday_armed = false; // the child's timers were dropped

@@ -19,6 +19,7 @@
 // nobody uses stays in the pool hash for its attributes' next user.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -335,6 +336,57 @@ struct worker_pool;
 struct worker;
 struct pool_workqueue;
 
+// The workers watching their wake word before they sleep (idle_spin): one
+// slot per pod CPU, held by the latest worker to go idle on that CPU. A
+// newer watcher takes the slot, and the one it displaced stops at its next
+// turn, so a watcher that its CPU's other threads keep from running does
+// not hold the place of the one that just went idle there (the worker a
+// kick from that CPU picks). Slots name workers only to compare them; no
+// worker is reached through one.
+class watch_slots {
+public:
+	using slot = std::atomic<const void *>;
+	// cpus: sorted, as pool->pod_cpus. Called before anyone watches.
+	void init(const std::vector<int> &cpus)
+	{
+		cpus_ = cpus;
+		slots_ = std::vector<slot>(cpus.size()); // each empty (C++20)
+	}
+	// Takes cpu's slot for `who`; nullptr when cpu is not one of them.
+	slot *claim(const void *who, int cpu)
+	{
+		auto it = std::lower_bound(cpus_.begin(), cpus_.end(), cpu);
+		if (it == cpus_.end() || *it != cpu)
+			return nullptr;
+		slot *s = &slots_[static_cast<size_t>(it - cpus_.begin())];
+		s->store(who, std::memory_order_relaxed);
+		return s;
+	}
+	static bool held(const slot *s, const void *who) { return s->load(std::memory_order_relaxed) == who; }
+	// Empties the slot unless a newer watcher took it.
+	static void release(slot *s, const void *who)
+	{
+		s->compare_exchange_strong(who, nullptr, std::memory_order_relaxed);
+	}
+	int nr_held() const
+	{
+		int n = 0;
+		for (size_t i = 0; i < cpus_.size(); i++)
+			n += slots_[i].load(std::memory_order_relaxed) != nullptr;
+		return n;
+	}
+	void clear()
+	{
+		for (size_t i = 0; i < cpus_.size(); i++)
+			slots_[i].store(nullptr, std::memory_order_relaxed);
+	}
+
+private:
+	std::vector<int> cpus_;
+	std::vector<slot> slots_;
+};
+
+
 struct worker_pool {
 	pool_mutex lock;
 	// Workers of a kernel-mode unbound pool whose item has returned and
@@ -346,7 +398,7 @@ struct worker_pool {
 	// worker still on its way to the lock. Beside the lock word, whose
 	// cache line the worker takes next anyway.
 	std::atomic<int> nr_returning{0}; // A: raised by its worker, lowered under L
-	std::atomic<int> nr_spinning{0};  // A: idle workers waiting for a wake before they sleep (idle_spin)
+	watch_slots watchers;             // A: idle workers watching their wake word (idle_spin); set up at I
 	int id = 0;                      // I
 	int cpu = -1;                    // I: -1 for unbound
 	int node = -1;                   // I

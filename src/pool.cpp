@@ -323,6 +323,7 @@ void init_percpu_pools(globals &gl)
 				p->nice = hi ? -20 : 0;
 				p->cpus = {cpu};
 				p->pod_cpus = {cpu};
+				p->watchers.init(p->pod_cpus);
 				p->strict = true;
 				lock_guard lk(p->lock); // not yet seen by anyone: for the analysis
 				if (bh) {
@@ -382,6 +383,7 @@ worker_pool *get_unbound_pool(int nice, bool strict, const std::vector<int> &pod
 	p->highpri = nice < 0;
 	p->strict = strict;
 	p->pod_cpus = pod;
+	p->watchers.init(p->pod_cpus);
 	p->cpus = strict ? pod : mask;
 	p->node = node_of(pod);
 	p->key = key;

@@ -285,23 +285,26 @@ static void set_thread_name(worker *w)
 // default; cmwq.idle_spin_ns for per-CPU ones, off): a kick that finds it
 // there costs the kicker no FUTEX_WAKE and the worker no wakeup, which is
 // most of a round trip's cost in a VM. It yields the CPU on every turn, so
-// a runnable producer or worker on its CPU goes first, and no more workers
-// of a pool wait so at once than its pod has CPUs (one per CPU is enough to
-// take the next item queued there; more only took CPU time from the
-// producers: docs/benchmarks.md section 15).
-static void idle_spin(worker *w)
+// a runnable producer or worker on its CPU goes first, and one worker per
+// pod CPU waits so, the latest to go idle there (watch_slots): one per CPU
+// is enough to take the next item queued there; more only took CPU time
+// from the producers, and a watcher its busy CPU kept from running for
+// hundreds of microseconds held the place of the worker kicks pick
+// (docs/benchmarks.md sections 15 and 17). cpu: where it went idle.
+static void idle_spin(worker *w, int cpu)
 {
 	worker_pool *pool = w->pool;
 	auto &p = params();
 	unsigned spin_ns = (pool->cpu < 0 ? p.unbound_idle_spin_ns : p.idle_spin_ns).load(std::memory_order_relaxed);
 	if (!spin_ns)
 		return;
-	if (pool->nr_spinning.fetch_add(1, std::memory_order_relaxed) < static_cast<int>(pool->pod_cpus.size())) {
-		uint64_t until = now_ns() + spin_ns;
-		while (w->wake.load(std::memory_order_acquire) == 0 && now_ns() < until)
-			sched_yield();
-	}
-	pool->nr_spinning.fetch_sub(1, std::memory_order_relaxed);
+	watch_slots::slot *s = pool->watchers.claim(w, cpu);
+	if (!s)
+		return; // idle outside its pod: no kick looks for it there
+	uint64_t until = now_ns() + spin_ns;
+	while (w->wake.load(std::memory_order_acquire) == 0 && watch_slots::held(s, w) && now_ns() < until)
+		sched_yield();
+	watch_slots::release(s, w);
 }
 
 static void *worker_thread(void *arg)
@@ -342,13 +345,14 @@ static void *worker_thread(void *arg)
 		worker_set_flags(w, WORKER_PREP);
 	sleep:
 		worker_enter_idle(w);
-		w->last_cpu = sched_getcpu();
+		int idle_cpu = sched_getcpu();
+		w->last_cpu = idle_cpu;
 		w->wake.store(0, std::memory_order_relaxed);
 		w->pool->lock.unlock();
 		d.run();
 		d.reset();
 		detect_disable_self(w); // idle: its switches are nobody's business
-		idle_spin(w);
+		idle_spin(w, idle_cpu);
 		worker_wait_word(w);
 		w->clock_ns = worker_clock_anchor(w);
 		w->pool->lock.lock();

@@ -188,13 +188,15 @@ TEST(stress, every_operation_from_8_threads_runs_or_cancels_each_queued_item_onc
 					// The unbound pools change mode while items run: workers
 					// gain or lose WORKER_UNBOUND, kicks narrow or not.
 					// A returning worker's claim on the next item and the
-					// idle workers' wait before sleeping come and go.
+					// idle workers' wait before sleeping (unbound and
+					// per-CPU) come and go.
 					switch (rng() % 8) {
 					case 0: EXPECT_EQ(cmwq_param_set("cmwq.unbound_concurrency", "managed"), 0); break;
 					case 1: EXPECT_EQ(cmwq_param_set("cmwq.unbound_concurrency", "kernel"), 0); break;
 					case 2: EXPECT_EQ(cmwq_param_set("cmwq.unbound_local_wake", "0"), 0); break;
 					case 3: EXPECT_EQ(cmwq_param_set("cmwq.unbound_returning_takes", "0"), 0); break;
 					case 4: EXPECT_EQ(cmwq_param_set("cmwq.unbound_returning_takes", "1"), 0); break;
+					case 5: EXPECT_EQ(cmwq_param_set("cmwq.idle_spin_ns", (rng() % 2) ? "20000" : "0"), 0); break;
 					case 6: EXPECT_EQ(cmwq_param_set("cmwq.unbound_idle_spin_ns", "0"), 0); break;
 					case 7: EXPECT_EQ(cmwq_param_set("cmwq.unbound_idle_spin_ns", "20000"), 0); break;
 					default: EXPECT_EQ(cmwq_param_set("cmwq.unbound_local_wake", "1"), 0); break;
@@ -213,6 +215,7 @@ TEST(stress, every_operation_from_8_threads_runs_or_cancels_each_queued_item_onc
 	EXPECT_EQ(cmwq_param_set("cmwq.unbound_local_wake", "1"), 0);
 	EXPECT_EQ(cmwq_param_set("cmwq.unbound_returning_takes", "1"), 0);
 	EXPECT_EQ(cmwq_param_set("cmwq.unbound_idle_spin_ns", "20000"), 0);
+	EXPECT_EQ(cmwq_param_set("cmwq.idle_spin_ns", "0"), 0);
 	for (auto &it : items)
 		flush_delayed_work(&it.dw);
 	for (auto *wq : wqs)

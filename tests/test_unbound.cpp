@@ -359,3 +359,41 @@ TEST(unbound_local_wake, a_lone_item_is_kept_local_beside_a_busy_worker_and_a_ba
 	RecordProperty("burst_items_run_by_the_narrowed_worker", by_seeder);
 	destroy_workqueue(burst_wq);
 }
+
+// The idle workers that watch their wake word before sleeping: one per pod
+// CPU, the latest to go idle there. A watcher displaced by a newer one sees
+// its slot gone (and stops), and its release leaves the newer one in
+// place; a CPU outside the pod has no slot. With a count of watchers per
+// pool instead, two watchers on one CPU that its other threads kept from
+// running held every place, and the worker a kick from the other CPU
+// picked slept (docs/benchmarks.md section 17).
+TEST(unbound_idle_watch, the_latest_watcher_on_a_cpu_takes_its_slot)
+{
+	using cmwq::detail::watch_slots;
+	watch_slots ws;
+	ws.init({0, 2, 5});
+	int a, b, c;
+	EXPECT_EQ(ws.claim(&a, 1), nullptr) << "CPU 1 is not in the pod";
+	EXPECT_EQ(ws.claim(&a, 6), nullptr) << "CPU 6 is not in the pod";
+	EXPECT_EQ(ws.nr_held(), 0);
+	watch_slots::slot *sa = ws.claim(&a, 2);
+	ASSERT_NE(sa, nullptr);
+	EXPECT_TRUE(watch_slots::held(sa, &a));
+	watch_slots::slot *sc = ws.claim(&c, 5);
+	ASSERT_NE(sc, nullptr);
+	EXPECT_NE(sc, sa) << "two CPUs share a slot";
+	EXPECT_EQ(ws.nr_held(), 2);
+	watch_slots::slot *sb = ws.claim(&b, 2);
+	EXPECT_EQ(sb, sa) << "one CPU, two slots";
+	EXPECT_FALSE(watch_slots::held(sa, &a)) << "the displaced watcher still holds CPU 2";
+	EXPECT_TRUE(watch_slots::held(sb, &b));
+	watch_slots::release(sa, &a); // the displaced one stops
+	EXPECT_TRUE(watch_slots::held(sb, &b)) << "the displaced watcher's release emptied the newer one's slot";
+	EXPECT_EQ(ws.nr_held(), 2);
+	watch_slots::release(sb, &b);
+	EXPECT_FALSE(watch_slots::held(sb, &b));
+	EXPECT_EQ(ws.nr_held(), 1);
+	ws.clear();
+	EXPECT_EQ(ws.nr_held(), 0);
+	EXPECT_NE(ws.claim(&a, 0), nullptr);
+}
