@@ -33,7 +33,6 @@ using steady = std::chrono::steady_clock;
 extern "C" const char *__tsan_default_options() { return "history_size=7"; }
 #endif
 
-
 namespace {
 
 void pin(int cpu)
@@ -163,6 +162,9 @@ void lost_second_fn(work_struct *) { lost_seen = lost_payload; }
 // is joined only after the run.
 TEST(no_lost_event, a_failed_queue_of_a_waiting_item_is_seen_by_its_run)
 {
+	lost_gate = false; // a fresh start under --gtest_repeat
+	lost_first_in = false;
+	lost_seen = -1;
 	workqueue_struct *wq = alloc_workqueue("t_lost_event", WQ_PERCPU, 1);
 	ASSERT_NE(wq, nullptr);
 	work_struct first, second;
@@ -367,6 +369,10 @@ void timed_fn(work_struct *w)
 // order, none early.
 TEST(delayed_work, many_timers_fire_in_deadline_order_and_never_early)
 {
+	{
+		std::lock_guard lk(order_mu); // a fresh start under --gtest_repeat
+		fire_order.clear();
+	}
 	workqueue_struct *wq = alloc_ordered_workqueue("t_timer_order", 0);
 	ASSERT_NE(wq, nullptr);
 	std::vector<timed_item> items(40);
