@@ -382,11 +382,14 @@ void *server_main(void *arg)
 	std::shared_ptr<server> s = *ref;
 	ref.reset();
 	pthread_setname_np(pthread_self(), "cmwq-control");
+	cmwq_thread_hooks hooks;
+	cmwq::detail::thread_hooks_start(CMWQ_THREAD_CONTROL, hooks);
 	try {
 		run_server(*s);
 	} catch (...) {
 		cmwq::detail::log_printf(LOG_WARNING, "cmwq: control: internal error; endpoint stopped\n");
 	}
+	cmwq::detail::thread_hooks_stop(CMWQ_THREAD_CONTROL, hooks);
 	s->exited.store(true, std::memory_order_release);
 	{
 		std::lock_guard<std::mutex> lk(s->mu);

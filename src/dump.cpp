@@ -179,17 +179,17 @@ void show_freezable_workqueues(void)
 	});
 }
 
-struct task_struct *cmwq_task_of(pid_t tid)
+struct cmwq_task *cmwq_task_of(pid_t tid)
 {
-	return reinterpret_cast<struct task_struct *>(static_cast<uintptr_t>(tid));
+	return reinterpret_cast<struct cmwq_task *>(static_cast<uintptr_t>(tid));
 }
 
-struct task_struct *cmwq_current_task(void)
+struct cmwq_task *cmwq_current_task(void)
 {
 	return cmwq_task_of(static_cast<pid_t>(syscall(SYS_gettid)));
 }
 
-void wq_worker_comm(char *buf, size_t size, struct task_struct *task)
+void wq_worker_comm(char *buf, size_t size, struct cmwq_task *task)
 {
 	if (!buf || !size)
 		return;
@@ -214,7 +214,7 @@ void wq_worker_comm(char *buf, size_t size, struct task_struct *task)
 	snprintf(buf, size, "%s%s", comm.c_str(), suffix.c_str());
 }
 
-void print_worker_info(const char *log_lvl, struct task_struct *task)
+void print_worker_info(const char *log_lvl, struct cmwq_task *task)
 {
 	pid_t tid = static_cast<pid_t>(reinterpret_cast<uintptr_t>(task));
 	worker_view v = view_worker(tid);

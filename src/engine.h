@@ -69,9 +69,15 @@ void pin_self(const std::vector<int> &cpus);
 // Context: the calling thread. Applies nice, or the lowest allowed, with one message.
 void apply_nice(int nice);
 // Context: no lock. Starts a detached library thread running fn(arg) with
-// every asynchronous signal blocked; 0 or the errno (never throws).
+// every asynchronous signal blocked, between the program's thread hooks
+// (<cmwq/threads.h>); 0 or the errno (never throws).
 // cmwq.fail_thread_creation injects failures for tests.
-int spawn_thread(void *(*fn)(void *), void *arg);
+int spawn_thread(cmwq_thread_kind kind, void *(*fn)(void *), void *arg);
+// Context: the new thread itself, first and last thing. The program's
+// start hook (mine: the hooks in effect, kept for stop) and its stop hook,
+// for a library thread not started by spawn_thread.
+void thread_hooks_start(cmwq_thread_kind kind, cmwq_thread_hooks &mine);
+void thread_hooks_stop(cmwq_thread_kind kind, const cmwq_thread_hooks &mine);
 // Context: any. The one-line message for a thread that could not start.
 void thread_start_failed(const char *what, int err, const char *then);
 // Context: any. Reports (once per call and argument) a NULL argument of a
@@ -116,7 +122,7 @@ bool timer_add_if_idle(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list
 // Context: no lock. Starts the timer thread if an earlier start failed.
 void timer_retry_start();
 // Context: as timer_add. true if t was armed and is now removed.
-bool timer_delete(timer_list *t);
+bool timer_remove(timer_list *t);
 // The kernel timer API (<cmwq/linux/timer.h>, ktimer.cpp). Context: any
 // thread; takes T. Returns whether t was pending (how: mod_timer,
 // mod_timer_pending, timer_reduce). Nothing happens to a timer without a
@@ -347,7 +353,8 @@ void show_wq(FILE *f, workqueue_struct *wq, uint64_t now) REQUIRES(wq->mutex);
 
 // ---- monitor.cpp ------------------------------------------------------------
 
-// Context: start-up.
+// Context: no lock. Starts the monitor thread unless it runs (or a failed
+// start is cooling down); create_worker calls it for each new worker.
 void monitor_start();
 // Context: fork (fork.cpp). The monitor's locks; in the child its thread is
 // forgotten (monitor_start starts a new one).

@@ -698,6 +698,7 @@ struct params_t {
 	std::atomic<bool> unbound_managed{false}; // cmwq.unbound_concurrency=managed
 	std::atomic<unsigned> idle_timeout_s{300};
 	std::atomic<bool> control{false};
+	std::atomic<bool> warn_migration{false}; // the 6.17+ WQ_PERCPU/WQ_UNBOUND and system-wq migration warnings
 };
 
 // A fault-injection switch (cmwq.fail_*): -1 fails every attempt, N > 0

@@ -40,6 +40,7 @@ constexpr int DETECT_HOLDOFF_AFTER = 8; // wakeups in a row that changed nothing
 struct monitor_state {
 	mutex lock;
 	bool started = false;                   // lock
+	std::atomic<bool> up{false};            // A: started, for monitor_start's fast path
 	uint64_t retry_ns = 0;                  // lock: no start attempt before this
 	std::atomic<uint64_t> global_touch{0};  // A: wq_watchdog_touch
 };
@@ -456,17 +457,20 @@ void *monitor_thread(void *)
 void monitor_start()
 {
 	auto &m = ms();
+	if (m.up.load(std::memory_order_acquire))
+		return;
 	lock_guard lk(m.lock);
 	if (m.started || now_ns() < m.retry_ns)
 		return;
-	if (int err = spawn_thread(monitor_thread, nullptr)) {
+	if (int err = spawn_thread(CMWQ_THREAD_MONITOR, monitor_thread, nullptr)) {
 		// Degraded: blocking without a hint and hogs go unseen, and the
-		// watchdog is off, until a later alloc_workqueue starts it.
+		// watchdog is off, until a later worker's start retries it.
 		m.retry_ns = now_ns() + CREATE_COOLDOWN_NS;
-		thread_start_failed("monitor", err, "un-annotated blocking and the watchdog are off; retried on the next alloc_workqueue");
+		thread_start_failed("monitor", err, "un-annotated blocking and the watchdog are off; retried when the next worker starts");
 		return;
 	}
 	m.started = true;
+	m.up.store(true, std::memory_order_release);
 }
 
 void monitor_fork_lock() NO_THREAD_SAFETY_ANALYSIS
@@ -480,6 +484,7 @@ void monitor_fork_unlock(bool child) NO_THREAD_SAFETY_ANALYSIS
 	if (child) {
 		// The monitor thread is the parent's: the child starts its own.
 		ms().started = false;
+		ms().up.store(false, std::memory_order_relaxed);
 		ms().retry_ns = 0;
 		g().monitor.armed = false;
 		g().monitor.efd = -1; // detect_fork_unlock closed it

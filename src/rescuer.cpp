@@ -148,7 +148,7 @@ bool rescuer_start(workqueue_struct *wq)
 	worker_init_flags(r, WORKER_PREP | WORKER_UNBOUND);
 	r->pins.store(1); // dropped when the thread exits
 	wq->rescuer = r;
-	if (int err = spawn_thread(rescuer_thread, r)) {
+	if (int err = spawn_thread(CMWQ_THREAD_RESCUER, rescuer_thread, r)) {
 		// As in the kernel, a WQ_MEM_RECLAIM workqueue without its rescuer
 		// is not created: its forward-progress guarantee would be missing.
 		wq->rescuer = nullptr;
@@ -177,7 +177,7 @@ void rescuer_fork_child(workqueue_struct *wq) NO_THREAD_SAFETY_ANALYSIS
 	r->tid = 0;
 	r->wake.store(0);
 	r->pins.store(1);
-	if (int err = spawn_thread(rescuer_thread, r)) {
+	if (int err = spawn_thread(CMWQ_THREAD_RESCUER, rescuer_thread, r)) {
 		wq->rescuer = nullptr;
 		delete r;
 		thread_start_failed("rescuer", err,

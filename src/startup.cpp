@@ -116,7 +116,6 @@ void ensure_started()
 		__atomic_store_n(&started, true, __ATOMIC_RELEASE);
 		create_system_workqueues();
 		fork_handlers_install();
-		monitor_start();
 		if (params().control.load())
 			cmwq_control_start();
 	});

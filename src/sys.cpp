@@ -235,10 +235,56 @@ std::string current_item_name(const worker *w)
 	return w->current_name[0] ? std::string(w->current_name) : func_name(w->current_func);
 }
 
-int spawn_thread(void *(*fn)(void *), void *arg)
+namespace {
+// The program's thread hooks (<cmwq/threads.h>): read by each new library
+// thread at its start, under hooks_lock (thread starts are rare).
+mutex hooks_lock;
+cmwq_thread_hooks hooks_now{};     // hooks_lock
+std::atomic<int> hooked_threads{0}; // library threads running now
+
+struct thread_start {
+	cmwq_thread_kind kind;
+	void *(*fn)(void *);
+	void *arg;
+};
+} // namespace
+
+void thread_hooks_start(cmwq_thread_kind kind, cmwq_thread_hooks &mine)
+{
+	hooked_threads.fetch_add(1);
+	{
+		std::lock_guard<mutex> lk(hooks_lock);
+		mine = hooks_now;
+	}
+	if (mine.start)
+		mine.start(kind, mine.arg);
+}
+
+void thread_hooks_stop(cmwq_thread_kind kind, const cmwq_thread_hooks &mine)
+{
+	if (mine.stop)
+		mine.stop(kind, mine.arg);
+	hooked_threads.fetch_sub(1);
+}
+
+static void *thread_trampoline(void *p)
+{
+	thread_start st = *static_cast<thread_start *>(p);
+	delete static_cast<thread_start *>(p);
+	cmwq_thread_hooks mine;
+	thread_hooks_start(st.kind, mine);
+	void *ret = st.fn(st.arg);
+	thread_hooks_stop(st.kind, mine);
+	return ret;
+}
+
+int spawn_thread(cmwq_thread_kind kind, void *(*fn)(void *), void *arg)
 {
 	if (fault_injected(params().fail_thread_creation))
 		return EAGAIN; // injected by cmwq.fail_thread_creation
+	auto *st = new (std::nothrow) thread_start{kind, fn, arg};
+	if (!st)
+		return ENOMEM;
 	// Asynchronous signals stay with the program's own threads: a library
 	// thread blocks them from its first instruction (the mask is inherited).
 	// Signals raised by a fault in the thread itself stay deliverable.
@@ -251,9 +297,11 @@ int spawn_thread(void *(*fn)(void *), void *arg)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_t t;
-	int rc = pthread_create(&t, &attr, fn, arg);
+	int rc = pthread_create(&t, &attr, thread_trampoline, st);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, nullptr);
+	if (rc)
+		delete st;
 	return rc;
 }
 
@@ -466,3 +514,11 @@ extern "C" void cmwq_set_log_handler(cmwq_log_fn fn, void *arg)
 }
 
 extern "C" const char *cmwq_version(void) { return CMWQ_VERSION_STRING; }
+
+extern "C" int cmwq_set_thread_hooks(const struct cmwq_thread_hooks *hooks)
+{
+	using namespace cmwq::detail;
+	std::lock_guard<mutex> lk(hooks_lock);
+	hooks_now = hooks ? *hooks : cmwq_thread_hooks{};
+	return hooked_threads.load() > 0 ? -EBUSY : 0;
+}

@@ -131,14 +131,16 @@ void *timer_thread(void *)
 // Starts the timer thread unless it runs or the last failure is recent
 // (T held). On first use; if the thread cannot start, armed timers stay
 // armed and queueing does not block or fail: the next arming after the
-// cooldown, or the monitor's tick (timer_retry_start), tries again.
+// cooldown, or the monitor's tick (timer_retry_start; the monitor is
+// started here if it is not running), tries again.
 void start_thread_locked(timer_base &b) REQUIRES(b.lock)
 {
 	if (b.started || now_ns() < b.retry_ns)
 		return;
-	if (int err = spawn_thread(timer_thread, nullptr)) {
+	if (int err = spawn_thread(CMWQ_THREAD_TIMER, timer_thread, nullptr)) {
 		b.retry_ns = now_ns() + CREATE_COOLDOWN_NS;
 		thread_start_failed("timer", err, "timers stay armed and are retried after 1 s");
+		monitor_start(); // its tick retries (T before the monitor's lock, as fork takes them)
 		return;
 	}
 	b.started = true;
@@ -262,7 +264,7 @@ int ktimer_delete(timer_list *t, bool sync, bool shutdown)
 	}
 }
 
-bool timer_delete(timer_list *t)
+bool timer_remove(timer_list *t)
 {
 	auto &b = tb();
 	lock_guard lk(b.lock);

@@ -64,7 +64,7 @@ void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work) NO_THRE
 		clear_pending_keep_offq(work);
 		return;
 	}
-	if (wqf & __WQ_DEPRECATED)
+	if ((wqf & __WQ_DEPRECATED) && params().warn_migration.load(std::memory_order_relaxed)) [[unlikely]]
 		warn_once_msg("deprecated-" + wq->name,
 			      "workqueue: " + wq->name + " is deprecated; use system_percpu_wq or system_dfl_wq");
 	deferred d;
@@ -168,7 +168,7 @@ static int try_to_grab_pending(work_struct *work, unsigned cflags)
 {
 	if (cflags & WORK_CANCEL_DELAYED) {
 		delayed_work *dw = to_delayed_work(work);
-		if (timer_delete(&dw->timer))
+		if (timer_remove(&dw->timer))
 			return 1;
 	}
 	if (!test_and_set_pending(work))

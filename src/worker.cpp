@@ -395,7 +395,7 @@ static bool create_worker(worker_pool *pool)
 		worker_enter_idle(w);
 		w->wake.store(1);
 	}
-	if (int err = spawn_thread(worker_thread, w)) {
+	if (int err = spawn_thread(CMWQ_THREAD_WORKER, worker_thread, w)) {
 		{
 			lock_guard lk(pool->lock);
 			worker_leave_idle(w);
@@ -410,6 +410,9 @@ static bool create_worker(worker_pool *pool)
 		thread_start_failed("worker", err, "the work stays queued; retried after a 1 s cooldown");
 		return false;
 	}
+	// The monitor watches workers: it starts with the first (a process that
+	// loads the library starts no thread before it queues work).
+	monitor_start();
 	return true;
 }
 

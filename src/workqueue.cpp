@@ -392,7 +392,10 @@ static bool validate_flags(const char *name, unsigned &flags, int &max_active)
 		flags |= WQ_UNBOUND;
 	}
 	if (!(flags & (WQ_UNBOUND | WQ_PERCPU))) {
-		warn_once_msg("neither", std::string("workqueue: ") + name +
+		// The kernel's 6.17+ migration warning: off unless cmwq.warn_migration,
+		// since a ported program cannot change every alloc_workqueue call.
+		if (params().warn_migration.load(std::memory_order_relaxed))
+			warn_once_msg("neither", std::string("workqueue: ") + name +
 						 " is using neither WQ_PERCPU or WQ_UNBOUND. Setting WQ_PERCPU.");
 		flags |= WQ_PERCPU;
 	} else if ((flags & WQ_UNBOUND) && (flags & WQ_PERCPU)) {
@@ -498,7 +501,6 @@ struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags, in
 		destroy_workqueue(wq); // nothing was queued on it yet
 		return nullptr;
 	}
-	monitor_start(); // retries a monitor thread that could not start
 	return wq;
 }
 

@@ -206,6 +206,13 @@ if(NOT CMWQ_SANITIZE)
   set_tests_properties(installed_find_package_builds_and_runs_examples PROPERTIES
     FIXTURES_REQUIRED cmwq_stage TIMEOUT 300)
   file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/install-check)
+  # A program with its own kernel shims (tests/foreign_shims/README.md):
+  # both include orders, C11 and C++20, its own timers and cmwq's, -Werror.
+  add_test(NAME installed_foreign_shims_program_builds_in_both_orders_and_runs
+    COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/foreign_shims/run.sh ${cmwq_stage} ${CMAKE_INSTALL_LIBDIR}
+            ${CMAKE_C_COMPILER} ${CMAKE_CXX_COMPILER} ${CMAKE_BINARY_DIR}/install-check/foreign_shims)
+  set_tests_properties(installed_foreign_shims_program_builds_in_both_orders_and_runs PROPERTIES
+    FIXTURES_REQUIRED cmwq_stage SKIP_RETURN_CODE 77 TIMEOUT 300)
 else()
   message(STATUS "cmwq: installed-package consumer tests off under CMWQ_SANITIZE=${CMWQ_SANITIZE}")
 endif()
@@ -247,6 +254,17 @@ foreach(h ${cmwq_public_headers})
     list(APPEND cmwq_header_commands COMMAND ${cmd})
   endforeach()
 endforeach()
+# No public header defines a kernel primitive the program brings itself:
+# lists what each header provides, fails on a name defined anyway.
+find_program(CMWQ_PYTHON3 python3)
+if(CMWQ_PYTHON3)
+  add_test(NAME public_headers_define_kernel_names_only_where_the_program_has_none
+    COMMAND ${CMWQ_PYTHON3} ${PROJECT_SOURCE_DIR}/scripts/check_kernel_names.py
+            ${PROJECT_SOURCE_DIR}/include ${PROJECT_BINARY_DIR}/include
+            --cc ${CMAKE_C_COMPILER} --cxx ${CMAKE_CXX_COMPILER})
+  set_tests_properties(public_headers_define_kernel_names_only_where_the_program_has_none PROPERTIES
+    TIMEOUT 120 PASS_REGULAR_EXPRESSION "[1-9][0-9]* passed, 0 failed")
+endif()
 add_custom_target(cmwq_check_headers ${cmwq_header_commands}
   COMMENT "Compiling each public header alone" VERBATIM)
 

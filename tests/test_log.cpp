@@ -114,3 +114,45 @@ TEST(version, macros_and_run_time_version_agree)
 	EXPECT_EQ(CMWQ_VERSION, CMWQ_VERSION_OF(CMWQ_VERSION_MAJOR, CMWQ_VERSION_MINOR, CMWQ_VERSION_PATCH));
 	EXPECT_GT(CMWQ_VERSION, CMWQ_VERSION_OF(0, 0, 0));
 }
+
+// The kernel's 6.17+ migration warnings (a workqueue with neither WQ_PERCPU
+// nor WQ_UNBOUND, a deprecated system workqueue) are off unless
+// cmwq.warn_migration asks for them: a ported program cannot change every
+// alloc_workqueue call, and its own tests may expect an empty stderr.
+TEST(log, migration_warnings_are_off_unless_cmwq_warn_migration_asks)
+{
+	static std::atomic<int> ran{0};
+	static work_struct w;
+	auto fn = [](work_struct *) { ran++; };
+	captured c;
+	cmwq_set_log_handler(handler, &c);
+	char name[32];
+	snprintf(name, sizeof(name), "log_quiet_%d", ran.load());
+	workqueue_struct *quiet = alloc_workqueue("%s", 0, 0, name);
+	ASSERT_NE(quiet, nullptr);
+	INIT_WORK(&w, fn);
+	ASSERT_TRUE(queue_work(system_unbound_wq, &w));
+	flush_work(&w);
+	EXPECT_FALSE(has(c, "is using neither WQ_PERCPU or WQ_UNBOUND")) << "off by default";
+	EXPECT_FALSE(has(c, "is deprecated")) << "off by default";
+
+	ASSERT_EQ(cmwq_param_set("cmwq.warn_migration", "1"), 0);
+	char value[8];
+	ASSERT_EQ(cmwq_param_get("cmwq.warn_migration", value, sizeof(value)), 0);
+	EXPECT_STREQ(value, "Y");
+	snprintf(name, sizeof(name), "log_loud_%d", ran.load());
+	workqueue_struct *loud = alloc_workqueue("%s", 0, 0, name);
+	ASSERT_NE(loud, nullptr);
+	ASSERT_TRUE(queue_work(system_unbound_wq, &w));
+	flush_work(&w);
+	EXPECT_TRUE(has(c, std::string(name) + " is using neither WQ_PERCPU or WQ_UNBOUND. Setting WQ_PERCPU."));
+	static bool first_run = true; // the deprecation message is once per workqueue and process
+	if (first_run) {
+		EXPECT_TRUE(has(c, "events_unbound is deprecated"));
+	}
+	first_run = false;
+	ASSERT_EQ(cmwq_param_set("cmwq.warn_migration", "0"), 0);
+	cmwq_set_log_handler(nullptr, nullptr);
+	destroy_workqueue(quiet);
+	destroy_workqueue(loud);
+}

@@ -7,8 +7,13 @@
 // (ctest), so the timer thread is not running yet when the test starts.
 #include <gtest/gtest.h>
 
+#include <cmwq/linux/timer.h>
 #include <cmwq/linux/workqueue.h>
 #include <cmwq/params.h>
+#include <cmwq/threads.h>
+
+#include <dirent.h>
+#include <errno.h>
 
 #include "test_util.hpp"
 
@@ -25,6 +30,13 @@ void count_fn(work_struct *) { ran++; }
 
 TEST(thread_start, delayed_work_is_kept_when_the_timer_thread_cannot_start)
 {
+	// A process that has run work: its monitor runs (it starts with the
+	// first worker) and retries the timer thread on its tick.
+	static work_struct first;
+	INIT_WORK(&first, count_fn);
+	ASSERT_TRUE(queue_work(system_dfl_wq, &first));
+	flush_work(&first);
+	ran = 0;
 	ASSERT_EQ(cmwq_param_set("cmwq.fail_thread_creation", "-1"), 0);
 	static delayed_work dw;
 	INIT_DELAYED_WORK(&dw, count_fn);
@@ -81,4 +93,82 @@ TEST(thread_start, worker_creation_failure_keeps_the_work_queued)
 	ASSERT_EQ(cmwq_param_set("cmwq.fail_worker_creation", "0"), 0);
 	EXPECT_TRUE(wait_until([&] { return ran.load() == before + 1; }, 10000ms));
 	destroy_workqueue(wq);
+}
+
+// ---- thread hooks (<cmwq/threads.h>) ----------------------------------------
+
+namespace {
+int nr_tasks()
+{
+	int n = 0;
+	if (DIR *d = opendir("/proc/self/task")) {
+		while (dirent *e = readdir(d))
+			n += e->d_name[0] != '.';
+		closedir(d);
+	}
+	return n;
+}
+
+thread_local int tl_hooked_kind = -1; // set by the start hook on its own thread
+std::atomic<int> starts[5], stops[5];
+std::atomic<bool> item_saw_hook{false}, timer_saw_hook{false};
+void start_hook(cmwq_thread_kind kind, void *arg)
+{
+	EXPECT_EQ(arg, &starts);
+	tl_hooked_kind = kind;
+	starts[kind]++;
+}
+void stop_hook(cmwq_thread_kind kind, void *)
+{
+	EXPECT_EQ(tl_hooked_kind, int(kind)) << "stop runs on the thread start ran on";
+	stops[kind]++;
+}
+void hooked_item(work_struct *) { item_saw_hook = tl_hooked_kind == CMWQ_THREAD_WORKER || tl_hooked_kind == CMWQ_THREAD_RESCUER; }
+void hooked_timer(timer_list *) { timer_saw_hook = tl_hooked_kind == CMWQ_THREAD_TIMER; }
+} // namespace
+
+// Loading the library and creating workqueues starts no thread: a program's
+// constructors run first, and a thread that exists before its hooks are
+// installed would run without them.
+TEST(thread_hooks, the_library_starts_no_thread_before_it_has_work)
+{
+	int before = nr_tasks();
+	cmwq_init();
+	workqueue_struct *wq = alloc_workqueue("hooks_lazy", WQ_UNBOUND, 0);
+	ASSERT_NE(wq, nullptr);
+	EXPECT_EQ(nr_tasks(), before) << "no worker, timer or monitor thread yet";
+	static work_struct w;
+	INIT_WORK(&w, hooked_item);
+	ASSERT_TRUE(queue_work(wq, &w));
+	flush_work(&w);
+	EXPECT_GT(nr_tasks(), before);
+	destroy_workqueue(wq);
+}
+
+TEST(thread_hooks, start_and_stop_run_on_every_library_thread_that_runs_program_code)
+{
+	cmwq_thread_hooks hooks{start_hook, stop_hook, &starts};
+	ASSERT_EQ(cmwq_set_thread_hooks(&hooks), 0) << "no library thread runs yet";
+	workqueue_struct *wq = alloc_workqueue("hooks_reclaim", WQ_PERCPU | WQ_MEM_RECLAIM, 0);
+	ASSERT_NE(wq, nullptr);
+	EXPECT_TRUE(wait_until([] { return starts[CMWQ_THREAD_RESCUER].load() == 1; }, 10000ms));
+	static work_struct w;
+	INIT_WORK(&w, hooked_item);
+	ASSERT_TRUE(queue_work(wq, &w));
+	flush_work(&w);
+	EXPECT_TRUE(item_saw_hook.load()) << "a work item runs after its thread's start hook";
+	EXPECT_GE(starts[CMWQ_THREAD_WORKER].load(), 1);
+	static timer_list t;
+	timer_setup(&t, hooked_timer, 0);
+	mod_timer(&t, jiffies + 1);
+	EXPECT_TRUE(wait_until([] { return timer_saw_hook.load(); }, 10000ms));
+	EXPECT_EQ(starts[CMWQ_THREAD_TIMER].load(), 1);
+	EXPECT_TRUE(wait_until([] { return starts[CMWQ_THREAD_MONITOR].load() == 1; }, 10000ms));
+	// Installing hooks now: the running threads never ran these.
+	cmwq_thread_hooks other{start_hook, stop_hook, &starts};
+	EXPECT_EQ(cmwq_set_thread_hooks(&other), -EBUSY);
+	// A thread that ends runs stop: the rescuer, with its workqueue.
+	destroy_workqueue(wq);
+	EXPECT_TRUE(wait_until([] { return stops[CMWQ_THREAD_RESCUER].load() == 1; }, 10000ms));
+	EXPECT_EQ(cmwq_set_thread_hooks(nullptr), -EBUSY);
 }

@@ -1,8 +1,11 @@
 /*
  * cmwq/linux/timer.h - the kernel's timer API on cmwq's timer thread.
  *
- * struct timer_list is the type struct delayed_work embeds (declared in
- * <cmwq/linux/workqueue.h>). Times are jiffies (HZ = 1000, CLOCK_MONOTONIC).
+ * struct timer_list is the type struct delayed_work embeds
+ * (<cmwq/linux/timer_types.h>). Times are jiffies (HZ = 1000,
+ * CLOCK_MONOTONIC milliseconds: <cmwq/linux/jiffies.h>). Expiries more
+ * than about 12 days ahead (the kernel's timer wheel's reach,
+ * CMWQ_TIMER_MAX_DELTA jiffies) are capped there, as the kernel caps them.
  *
  * Callbacks run on one thread, "cmwq/timer": the kernel's softirq context.
  * A callback must not block; one that does delays every timer behind it,
@@ -17,13 +20,24 @@
  * timer_delete and timer_delete_sync are macros: this header includes
  * <time.h> first, and a program that also needs POSIX timer_delete(timer_t)
  * calls it as (timer_delete)(id).
+ *
+ * A program that keeps its own timers (its own <linux/timer.h>, see
+ * <cmwq/linux/timer_types.h>) gets none of these names from cmwq: its
+ * delayed work still runs from cmwq's timer thread.
  */
-#ifndef CMWQ_LINUX_TIMER_H
+#ifdef CMWQ_PROBING_LINUX_TIMER_H
+/* Included through the program's <linux/timer.h> while cmwq looks for the
+ * program's own timers: that header is a wrapper of this one. */
+#define CMWQ_WRAPPED_LINUX_TIMER_H 1
+#elif !defined(CMWQ_LINUX_TIMER_H)
 #define CMWQ_LINUX_TIMER_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <time.h>
 
-#include <cmwq/linux/workqueue.h>
+#include <cmwq/linux/timer_types.h>
+#include <cmwq/linux/jiffies.h>
 
 #include <cmwq/export.h>
 CMWQ_BEGIN_PUBLIC
@@ -31,6 +45,18 @@ CMWQ_BEGIN_PUBLIC
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The farthest ahead a timer or delayed work is armed, in jiffies (the
+ * kernel's wheel reaches about 12 days at HZ 1000): later expiries fire
+ * then. */
+#define CMWQ_TIMER_MAX_DELTA (1UL << 30)
+
+/* true while the calling thread runs a timer callback (the kernel's
+ * in_interrupt()/in_softirq() for code moved from the kernel). */
+bool cmwq_in_timer_callback(void);
+
+#ifdef CMWQ_DEFINES_TIMER_LIST
+#define _LINUX_TIMER_H
 
 /* Prepares a timer: callback, flags; not pending. */
 void cmwq_timer_setup(struct timer_list *timer, void (*callback)(struct timer_list *), unsigned int flags);
@@ -41,7 +67,7 @@ static inline void destroy_timer_on_stack(struct timer_list *timer) { (void)time
 
 /* The structure containing a timer, from the pointer its callback gets. */
 #define timer_container_of(var, callback_timer, timer_fieldname) \
-	container_of(callback_timer, __typeof__(*var), timer_fieldname)
+	cmwq_container_of(callback_timer, __typeof__(*var), timer_fieldname)
 #define from_timer(var, callback_timer, timer_fieldname) timer_container_of(var, callback_timer, timer_fieldname)
 
 /* Arms the timer for timer->expires. It must not be pending (then one
@@ -75,9 +101,7 @@ int timer_shutdown_sync(struct timer_list *timer);
 #define del_timer_sync(t) cmwq_timer_delete_sync(t)
 #define try_to_del_timer_sync(t) cmwq_timer_delete(t)
 
-/* true while the calling thread runs a timer callback (the kernel's
- * in_interrupt()/in_softirq() for code moved from the kernel). */
-bool cmwq_in_timer_callback(void);
+#endif /* CMWQ_DEFINES_TIMER_LIST */
 
 #ifdef __cplusplus
 }
@@ -86,3 +110,4 @@ bool cmwq_in_timer_callback(void);
 CMWQ_END_PUBLIC
 
 #endif /* CMWQ_LINUX_TIMER_H */
+

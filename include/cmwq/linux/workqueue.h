@@ -19,7 +19,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <cmwq/linux/shims.h>
+#include <cmwq/linux/list.h>
+#include <cmwq/linux/jiffies.h>
+#include <cmwq/linux/lockdep.h>
 #include <cmwq/linux/cpumask.h>
+#include <cmwq/linux/timer_types.h>
 
 #include <cmwq/export.h>
 CMWQ_BEGIN_PUBLIC
@@ -30,27 +35,19 @@ extern "C" {
 
 /* ---- basic kernel helpers ------------------------------------------------ */
 
-#ifndef container_of
-#define container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
-#endif
-
 #ifndef __printf
 #define __printf(a, b) __attribute__((format(printf, a, b)))
 #endif
 
-struct list_head {
-	struct list_head *next, *prev;
-};
-
-/* Jiffies: HZ = 1000, counted on CLOCK_MONOTONIC from an arbitrary origin. */
-#define HZ 1000
-unsigned long cmwq_jiffies(void);
-#define jiffies (cmwq_jiffies())
-static inline unsigned long msecs_to_jiffies(unsigned int m) { return m; }
-static inline unsigned long usecs_to_jiffies(unsigned int u) { return (u + 999u) / 1000u; }
-static inline unsigned int jiffies_to_msecs(unsigned long j) { return (unsigned int)j; }
-static inline unsigned int jiffies_to_usecs(unsigned long j) { return (unsigned int)(j * 1000u); }
+/*
+ * A work item's list node is the program's struct list_head when it has
+ * one (<cmwq/linux/list.h>): it must be the kernel's layout, two pointers,
+ * next then prev.
+ */
+CMWQ_STATIC_ASSERT(sizeof(struct list_head) == 2 * sizeof(void *) &&
+			   offsetof(struct list_head, next) == 0 &&
+			   offsetof(struct list_head, prev) == sizeof(void *),
+		   "cmwq: struct list_head must be two pointers, next then prev (the kernel's layout)");
 
 /* ---- work items ---------------------------------------------------------- */
 
@@ -75,34 +72,11 @@ struct work_struct {
 	const char *name;
 };
 
-/*
- * A timer (the kernel's struct timer_list; the API is <cmwq/linux/timer.h>):
- * the first three fields are the kernel's. Callbacks run on cmwq's timer
- * thread. Delayed work embeds one.
- */
-struct timer_list {
-	unsigned long expires;   /* jiffies: what add_timer() arms it for */
-	void (*function)(struct timer_list *);
-	unsigned int flags;      /* TIMER_* (accepted; all behave alike) */
-	int heap_index;          /* T: timer lock; -1 when not armed */
-	uint64_t expires_ns;     /* T: CLOCK_MONOTONIC deadline */
-};
-
-/* The kernel's timer flags: accepted and kept; deferrable, pinned and
- * irqsafe timers behave as normal timers here (one timer thread). */
-#define TIMER_CPUMASK 0x0003FFFF
-#define TIMER_MIGRATING 0x00040000
-#define TIMER_BASEMASK (TIMER_CPUMASK | TIMER_MIGRATING)
-#define TIMER_DEFERRABLE 0x00080000
-#define TIMER_PINNED 0x00100000
-#define TIMER_IRQSAFE 0x00200000
-#define TIMER_INIT_FLAGS (TIMER_DEFERRABLE | TIMER_PINNED | TIMER_IRQSAFE)
-
-#define __TIMER_INITIALIZER(_function, _flags) { 0, (_function), (_flags), -1, 0 }
-
+/* The timer is a struct timer_list unless the program keeps its own timers
+ * (<cmwq/linux/timer_types.h>); either way it has the same layout. */
 struct delayed_work {
 	struct work_struct work;
-	struct timer_list timer;
+	struct cmwq_timer_list timer;
 	struct workqueue_struct *wq; /* target remembered for the timer */
 	int cpu;
 };
@@ -152,15 +126,15 @@ enum {
 #define WORK_BUSY_RUNNING 2
 
 /* Any CPU: the queueing thread's current CPU (per-CPU wq) or its pod. */
-#define WORK_CPU_UNBOUND NR_CPUS
+#define WORK_CPU_UNBOUND CMWQ_NR_CPUS
 
 #define __WORK_INITIALIZER(n, f) \
 	{ WORK_STRUCT_NO_POOL, { &(n).entry, &(n).entry }, (f), NULL }
 /* The timer function of every delayed work (the kernel exports it too). */
-void delayed_work_timer_fn(struct timer_list *t);
+void delayed_work_timer_fn(struct cmwq_timer_list *t);
 
 #define __DELAYED_WORK_INITIALIZER(n, f, tflags) \
-	{ __WORK_INITIALIZER((n).work, (f)), __TIMER_INITIALIZER(delayed_work_timer_fn, (tflags)), NULL, \
+	{ __WORK_INITIALIZER((n).work, (f)), CMWQ_TIMER_INITIALIZER(delayed_work_timer_fn, (tflags)), NULL, \
 	  WORK_CPU_UNBOUND }
 
 #define DECLARE_WORK(n, f) struct work_struct n = __WORK_INITIALIZER(n, f)
@@ -210,11 +184,6 @@ static inline void cmwq_init_delayed_work_flags(struct delayed_work *dw, work_fu
 }
 #define cmwq_init_delayed_work(dw, f) cmwq_init_delayed_work_flags((dw), (f), 0)
 
-/* lockdep's key type: accepted and ignored. */
-struct lock_class_key {
-	char cmwq_unused;
-};
-
 #define INIT_WORK(w, f) cmwq_init_work((w), (f))
 #define INIT_WORK_ONSTACK(w, f) cmwq_init_work((w), (f))
 /* The kernel's lower-level forms: on-stack and lockdep keys change nothing. */
@@ -227,14 +196,14 @@ struct lock_class_key {
 #define INIT_DELAYED_WORK_ONSTACK(dw, f) __INIT_DELAYED_WORK_ONSTACK((dw), (f), 0)
 /* Deferrable timers behave as normal timers here (TIMER_DEFERRABLE is kept
  * in timer.flags; one timer thread, no idle CPUs to spare). */
-#define INIT_DEFERRABLE_WORK(dw, f) __INIT_DELAYED_WORK((dw), (f), TIMER_DEFERRABLE)
-#define INIT_DEFERRABLE_WORK_ONSTACK(dw, f) __INIT_DELAYED_WORK_ONSTACK((dw), (f), TIMER_DEFERRABLE)
+#define INIT_DEFERRABLE_WORK(dw, f) __INIT_DELAYED_WORK((dw), (f), CMWQ_TIMER_DEFERRABLE)
+#define INIT_DEFERRABLE_WORK_ONSTACK(dw, f) __INIT_DELAYED_WORK_ONSTACK((dw), (f), CMWQ_TIMER_DEFERRABLE)
 #define DECLARE_DEFERRABLE_WORK(n, f) \
-	struct delayed_work n = __DELAYED_WORK_INITIALIZER(n, f, TIMER_DEFERRABLE)
+	struct delayed_work n = __DELAYED_WORK_INITIALIZER(n, f, CMWQ_TIMER_DEFERRABLE)
 /* The work_struct (or delayed_work) containing a field, from the work
  * pointer a work function gets (the tasklet-to-BH conversions' helper). */
 #define from_work(var, callback_work, work_fieldname) \
-	container_of(callback_work, __typeof__(*var), work_fieldname)
+	cmwq_container_of(callback_work, __typeof__(*var), work_fieldname)
 /* The kernel's length of a worker description (set_worker_desc). */
 #define WORKER_DESC_LEN 32
 static inline void destroy_work_on_stack(struct work_struct *w) { (void)w; }
@@ -249,7 +218,7 @@ static inline bool work_pending(const struct work_struct *w)
 
 static inline struct delayed_work *to_delayed_work(struct work_struct *w)
 {
-	return container_of(w, struct delayed_work, work);
+	return cmwq_container_of(w, struct delayed_work, work);
 }
 
 /* ---- workqueues ---------------------------------------------------------- */
@@ -296,8 +265,8 @@ enum wq_affn_scope {
 
 struct workqueue_attrs {
 	int nice;                 /* [-20, 19] */
-	cpumask_var_t cpumask;    /* allowed CPUs */
-	cpumask_var_t __pod_cpumask; /* internal */
+	struct cmwq_cpumask cpumask[1];       /* allowed CPUs (cpumask_var_t) */
+	struct cmwq_cpumask __pod_cpumask[1]; /* internal */
 	bool affn_strict;
 	enum wq_affn_scope affn_scope;
 	bool ordered;
@@ -457,7 +426,7 @@ struct rcu_work {
 #define INIT_RCU_WORK_ONSTACK(_work, _func) INIT_WORK_ONSTACK(&(_work)->work, (_func))
 static inline struct rcu_work *to_rcu_work(struct work_struct *work)
 {
-	return container_of(work, struct rcu_work, work);
+	return cmwq_container_of(work, struct rcu_work, work);
 }
 /* Registers the grace-period wait (NULL: none). May be called again to
  * change it; items already waiting use the new one. Returns 0. */
@@ -504,17 +473,19 @@ void show_freezable_workqueues(void);
 int workqueue_sysfs_register(struct workqueue_struct *wq);
 
 /*
- * Threads as the kernel's task_struct: an opaque handle for a thread id
- * (cmwq_task_of(tid), cmwq_current_task()). wq_worker_comm writes the
+ * Threads: struct cmwq_task is an opaque handle for a thread id
+ * (cmwq_task_of(tid), cmwq_current_task()), where the kernel passes a
+ * struct task_struct. It is cmwq's own type so that a program's own struct
+ * task_struct (its `current`) does not type-check against it. wq_worker_comm writes the
  * thread's name, plus "+<description or workqueue>" while a worker runs an
  * item (the kernel's ps form). print_worker_info logs "<log_lvl>Workqueue:
  * <wq> <item> (<desc>)" for a worker running an item, else nothing.
  */
-struct task_struct;
-struct task_struct *cmwq_task_of(pid_t tid);
-struct task_struct *cmwq_current_task(void);
-void wq_worker_comm(char *buf, size_t size, struct task_struct *task);
-void print_worker_info(const char *log_lvl, struct task_struct *task);
+struct cmwq_task;
+struct cmwq_task *cmwq_task_of(pid_t tid);
+struct cmwq_task *cmwq_current_task(void);
+void wq_worker_comm(char *buf, size_t size, struct cmwq_task *task);
+void print_worker_info(const char *log_lvl, struct cmwq_task *task);
 void wq_watchdog_touch(int cpu);
 
 /*
@@ -579,5 +550,10 @@ void cmwq_blocking_end(void);
 #endif
 
 CMWQ_END_PUBLIC
+
+/* The timer API, as the kernel's workqueue.h brings it (nothing when the
+ * program keeps its own timers). */
+#include <cmwq/linux/timer.h>
+#include <cmwq/threads.h>
 
 #endif /* CMWQ_LINUX_WORKQUEUE_H */
