@@ -8,7 +8,20 @@ using namespace cmwq::detail;
 
 namespace {
 
-uint64_t jiffies_to_ns(unsigned long j) { return static_cast<uint64_t>(j) * 1000000ull; }
+// An absolute expiry in jiffies (CLOCK_MONOTONIC ms) as a deadline in ns,
+// compared as the kernel's time_after does (across a wrap): one in the past
+// is now, one more than CMWQ_TIMER_MAX_DELTA ahead is capped there (the
+// kernel's wheel reach), so no product overflows.
+uint64_t jiffies_to_ns(unsigned long j)
+{
+	unsigned long now = cmwq_jiffies();
+	long delta = static_cast<long>(j - now);
+	if (delta <= 0)
+		return now_ns();
+	if (static_cast<unsigned long>(delta) > CMWQ_TIMER_MAX_DELTA)
+		j = now + CMWQ_TIMER_MAX_DELTA;
+	return static_cast<uint64_t>(j) * 1000000ull;
+}
 
 bool refused(const void *t, const char *call)
 {

@@ -107,7 +107,7 @@ int cmwq_set_rcu_synchronize(void (*synchronize)(void))
 
 bool queue_rcu_work(workqueue_struct *wq, rcu_work *rwork)
 {
-	if (!wq && null_arg("queue_rcu_work", "wq"))
+	if (wq_refused(wq, "queue_rcu_work")) // NULL, destroyed or not a workqueue
 		return false;
 	if (!rwork && null_arg("queue_rcu_work", "rwork"))
 		return false;

@@ -305,6 +305,67 @@ int spawn_thread(cmwq_thread_kind kind, void *(*fn)(void *), void *arg)
 	return rc;
 }
 
+std::string format_without_n(const char *call, const char *fmt)
+{
+	// %n writes through a pointer argument: a format built from untrusted
+	// input would become a write primitive. The kernel's vsnprintf refuses
+	// it and prints nothing for it; here each %n (with its flags, width and
+	// length) becomes %.0s, which consumes the same pointer and prints
+	// nothing, so the arguments after it stay in place.
+	std::string out;
+	bool refused = false;
+	for (const char *p = fmt; *p; p++) {
+		if (*p != '%') {
+			out += *p;
+			continue;
+		}
+		const char *spec = p++;
+		if (*p == '%') {
+			out += "%%";
+			continue;
+		}
+		bool width_star = false;
+		while (*p && strchr("-+ #0'", *p))
+			p++;
+		if (*p == '*') {
+			width_star = true;
+			p++;
+		}
+		while (*p >= '0' && *p <= '9')
+			p++;
+		if (*p == '.') {
+			p++;
+			if (*p == '*') {
+				width_star = true; // consumed as the width of the replacement
+				p++;
+			}
+			while (*p >= '0' && *p <= '9')
+				p++;
+		}
+		while (*p && strchr("hlLqjzZt", *p))
+			p++;
+		if (*p == 'n') {
+			out += width_star ? "%*.0s" : "%.0s";
+			refused = true;
+			continue;
+		}
+		if (!*p) {
+			out.append(spec, p);
+			break;
+		}
+		out.append(spec, p + 1);
+	}
+	if (refused) {
+		std::string shown; // the format, printable ASCII only
+		for (const char *p = fmt; *p && shown.size() < 64; p++)
+			shown += (*p >= 0x20 && *p < 0x7f) ? *p : '?';
+		warn_once_msg(std::string("format-n-") + call,
+			      std::string("cmwq: ") + call + "(): %n in the format is refused and printed as nothing (format \"" +
+				      shown + "\")");
+	}
+	return out;
+}
+
 void thread_start_failed(const char *what, int err, const char *then)
 {
 	char key[64];

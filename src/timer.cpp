@@ -147,12 +147,20 @@ void start_thread_locked(timer_base &b) REQUIRES(b.lock)
 	b.cv.notify_one();
 }
 
+// Whether t is armed: by identity, not by trusting its index, since a timer
+// the program zeroed or filled by hand (never set up) has heap_index 0.
+bool armed(const timer_base &b, const timer_list *t) REQUIRES(b.lock)
+{
+	int i = t->heap_index;
+	return i >= 0 && static_cast<size_t>(i) < b.heap.size() && b.heap[static_cast<size_t>(i)] == t;
+}
+
 // Puts t at expires_ns in the heap (moving it if armed) and wakes the
 // thread if t is now first.
 void heap_place(timer_base &b, timer_list *t, uint64_t expires_ns) REQUIRES(b.lock)
 {
 	t->expires_ns = expires_ns;
-	if (t->heap_index >= 0) {
+	if (armed(b, t)) {
 		sift_up(b.heap, t->heap_index);
 		sift_down(b.heap, t->heap_index);
 	} else {
@@ -179,7 +187,7 @@ bool timer_add_if_idle(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list
 {
 	{
 		lock_guard lk(tb().lock);
-		if (t->heap_index >= 0)
+		if (armed(tb(), t))
 			return false;
 	}
 	timer_add(t, expires_ns, fn); // only its owner arms it; a race adds nothing twice
@@ -218,7 +226,7 @@ int ktimer_modify(timer_list *t, uint64_t expires_ns, ktimer_how how)
 {
 	auto &b = tb();
 	lock_guard lk(b.lock);
-	bool was = t->heap_index >= 0;
+	bool was = armed(b, t);
 	if (!t->function) // shut down (or never set up): arming does nothing
 		return 0;
 	if (how == KTIMER_IF_PENDING && !was)
@@ -233,7 +241,7 @@ int ktimer_modify(timer_list *t, uint64_t expires_ns, ktimer_how how)
 bool ktimer_pending(const timer_list *t)
 {
 	lock_guard lk(tb().lock);
-	return t->heap_index >= 0;
+	return armed(tb(), t);
 }
 
 int ktimer_delete(timer_list *t, bool sync, bool shutdown)
@@ -244,7 +252,7 @@ int ktimer_delete(timer_list *t, bool sync, bool shutdown)
 	if (shutdown)
 		t->function = nullptr; // later arming (a re-arming callback too) does nothing
 	for (;;) {
-		if (t->heap_index >= 0) {
+		if (armed(b, t)) {
 			heap_remove(b.heap, t->heap_index);
 			t->heap_index = -1;
 			was = 1;
@@ -268,7 +276,7 @@ bool timer_remove(timer_list *t)
 {
 	auto &b = tb();
 	lock_guard lk(b.lock);
-	if (t->heap_index < 0)
+	if (!armed(b, t))
 		return false;
 	heap_remove(b.heap, t->heap_index);
 	t->heap_index = -1;

@@ -159,7 +159,9 @@ static void do_queue_delayed_work(int cpu, workqueue_struct *wq, delayed_work *d
 	dw->cpu = cpu;
 	if (debug_objects_on())
 		debug_work_active(&dw->work);
-	timer_add(&dw->timer, now_ns() + static_cast<uint64_t>(delay) * 1000000ull, delayed_work_timer_fn);
+	// Capped at the kernel's wheel reach (about 12 days): no product wraps.
+	uint64_t ms = std::min<uint64_t>(delay, CMWQ_TIMER_MAX_DELTA);
+	timer_add(&dw->timer, now_ns() + ms * 1000000ull, delayed_work_timer_fn);
 }
 
 enum { WORK_CANCEL_DELAYED = 1, WORK_CANCEL_DISABLE = 2 };

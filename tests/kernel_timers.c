@@ -12,9 +12,9 @@
  */
 #include <errno.h>
 #include <stdatomic.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cmwq/linux/delay.h>
 #include <cmwq/linux/timer.h>
@@ -315,10 +315,76 @@ static void worker_comm(void)
 	destroy_workqueue(rwq);
 }
 
+/* Timers never set up (zeroed, or filled by hand) are not armed, whatever
+ * their heap slot says; expiries "never" in the future do not wrap; the
+ * 2026 timer.h names are there. */
+static atomic_int far_runs;
+static void far_timer_fn(struct timer_list *t)
+{
+	(void)t;
+	atomic_fetch_add(&far_runs, 1);
+}
+static void far_work_fn(struct work_struct *w)
+{
+	(void)w;
+	atomic_fetch_add(&far_runs, 1);
+}
+
+static void timers_not_set_up_and_far_expiries(void)
+{
+	static struct timer_list zeroed; /* static: all zero, never set up */
+	struct timer_list armed;
+	int before = atomic_load(&plain_runs);
+
+	CHECK(timer_pending(&zeroed) == 0);
+	CHECK(del_timer(&zeroed) == 0); /* no timer armed at all */
+	timer_setup(&armed, plain_timer, 0);
+	CHECK(mod_timer(&armed, jiffies + 20) == 0);
+	CHECK(timer_pending(&zeroed) == 0);
+	CHECK(del_timer(&zeroed) == 0); /* and the armed one stays armed */
+	CHECK(timer_pending(&armed));
+	CHECK_SOON(atomic_load(&plain_runs) == before + 1);
+
+	/* The kernel's MAX_JIFFY_OFFSET: "never". Capped, not wrapped. */
+	struct timer_list far;
+	timer_setup(&far, far_timer_fn, 0);
+	CHECK(mod_timer(&far, jiffies + (((unsigned long)LONG_MAX >> 1) - 1)) == 0);
+	struct delayed_work fdw;
+	INIT_DELAYED_WORK(&fdw, far_work_fn);
+	CHECK(queue_delayed_work(system_dfl_wq, &fdw, ((unsigned long)LONG_MAX >> 1) - 1));
+	msleep(300);
+	CHECK(atomic_load(&far_runs) == 0);
+	CHECK(timer_pending(&far));
+	CHECK(delayed_work_pending(&fdw));
+	CHECK(del_timer_sync(&far) == 1);
+	CHECK(cancel_delayed_work_sync(&fdw));
+	/* An expiry in the past (as time_after sees it) fires at once. */
+	CHECK(mod_timer(&far, jiffies - 5) == 0);
+	CHECK_SOON(atomic_load(&far_runs) == 1);
+
+	/* The 6.9+ and 6.16+ names. */
+	struct timer_list t;
+	timer_setup(&t, plain_timer, 0);
+	t.expires = jiffies + 60000;
+	add_timer_local(&t);
+	CHECK(timer_delete_sync_try(&t) == 1);
+	t.expires = jiffies + 60000;
+	add_timer_global(&t);
+	CHECK(del_singleshot_timer_sync(&t) == 1);
+	unsigned long now = jiffies;
+	unsigned long r = round_jiffies(now + 5300);
+	CHECK(r % 1000 == 0 && r >= now + 5000 && r <= now + 6300);
+	r = round_jiffies_up(now + 5001);
+	CHECK(r % 1000 == 0 && r >= now + 5001);
+	unsigned long rel = round_jiffies_relative(5300);
+	CHECK(rel >= 4700 && rel <= 6400);
+}
+
 int main(void)
 {
 	driver_timer_and_work_teardown();
 	timer_return_values();
+	timers_not_set_up_and_far_expiries();
 	del_timer_sync_waits();
 	execute_in_process_context_from_a_thread_and_a_timer();
 	rcu_work_without_rcu();

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -143,4 +144,24 @@ TEST_F(rcu_work_test, many_writers_and_readers_lose_nothing)
 	stop = true;
 	for (auto &t : readers)
 		t.join();
+}
+
+// queue_rcu_work refuses a destroyed workqueue (with a message) instead of
+// keeping it for the grace period's end, when the item would read it.
+TEST(rcu_work, a_destroyed_workqueue_is_refused)
+{
+	static std::atomic<int> ran{0};
+	workqueue_struct *wq = alloc_workqueue("rcu_dead", WQ_UNBOUND, 0);
+	ASSERT_NE(wq, nullptr);
+	destroy_workqueue(wq);
+	static rcu_work rw;
+	INIT_RCU_WORK(&rw, [](work_struct *) { ran++; });
+	testing::internal::CaptureStderr();
+	EXPECT_FALSE(queue_rcu_work(wq, &rw));
+	std::string err = testing::internal::GetCapturedStderr();
+	EXPECT_NE(err.find("queue_rcu_work(): workqueue"), std::string::npos) << err;
+	EXPECT_NE(err.find("was destroyed"), std::string::npos) << err;
+	EXPECT_FALSE(work_pending(&rw.work)) << "nothing taken: it can be queued elsewhere";
+	EXPECT_FALSE(queue_rcu_work(nullptr, &rw));
+	EXPECT_EQ(ran.load(), 0);
 }

@@ -449,3 +449,27 @@ TEST(debug_objects, uninitialised_item_refused_and_init_of_queued_item_kept)
 	destroy_workqueue(wq);
 	cmwq_param_set("cmwq.debug_objects", "0");
 }
+
+// A workqueue name format is not a write primitive: %n (any flags, width or
+// length) is refused with one message and prints nothing, as the kernel's
+// vsnprintf does, and the arguments after it still line up.
+TEST(bad_input, percent_n_in_a_name_format_is_refused_and_writes_nothing)
+{
+	int target = 12345;
+	signed char starget = 77;
+	testing::internal::CaptureStderr();
+	workqueue_struct *wq = alloc_workqueue("p6_%n%s_%hhn%d", WQ_UNBOUND, 0, &target, "x", &starget, 9);
+	std::string err = testing::internal::GetCapturedStderr();
+	ASSERT_NE(wq, nullptr);
+	EXPECT_EQ(target, 12345) << "%n wrote through its argument";
+	EXPECT_EQ(starget, 77);
+	EXPECT_NE(err.find("alloc_workqueue(): %n in the format is refused"), std::string::npos) << err;
+	// The rest of the name is formatted: "p6_" "" "x" "_" "" "9".
+	static std::string seen;
+	static work_struct w;
+	INIT_WORK(&w, [](work_struct *) { seen = cmwq_current_workqueue_name(); });
+	ASSERT_TRUE(queue_work(wq, &w));
+	flush_work(&w);
+	EXPECT_EQ(seen, "p6_x_9");
+	destroy_workqueue(wq);
+}

@@ -100,6 +100,42 @@ int timer_shutdown_sync(struct timer_list *timer);
 #define del_timer(t) cmwq_timer_delete(t)
 #define del_timer_sync(t) cmwq_timer_delete_sync(t)
 #define try_to_del_timer_sync(t) cmwq_timer_delete(t)
+#define timer_delete_sync_try(t) cmwq_timer_delete(t)
+#define del_singleshot_timer_sync(t) cmwq_timer_delete_sync(t)
+/* The kernel's placement variants (6.9+): one timer thread, all alike. */
+#define add_timer_local(t) add_timer(t)
+#define add_timer_global(t) add_timer(t)
+
+/*
+ * round_jiffies: an absolute expiry rounded to a whole second (HZ 1000),
+ * down when within the first quarter of the second, else up, and never
+ * into the past (then j itself), so that timers that need no precision
+ * fire together. _up always rounds up; the _relative forms take and give a
+ * delay.
+ */
+static inline unsigned long cmwq_round_jiffies(unsigned long j, bool force_up)
+{
+	unsigned long rem = j % 1000u, r = j - rem;
+	if (force_up || rem >= 250u)
+		r += 1000u;
+	if (force_up && rem == 0)
+		r = j;
+	return r <= cmwq_jiffies() ? j : r;
+}
+#define round_jiffies(j) cmwq_round_jiffies((j), false)
+#define round_jiffies_up(j) cmwq_round_jiffies((j), true)
+#define __round_jiffies(j, cpu) ((void)(cpu), cmwq_round_jiffies((j), false))
+#define __round_jiffies_up(j, cpu) ((void)(cpu), cmwq_round_jiffies((j), true))
+static inline unsigned long round_jiffies_relative(unsigned long j)
+{
+	unsigned long now = cmwq_jiffies();
+	return cmwq_round_jiffies(j + now, false) - now;
+}
+static inline unsigned long round_jiffies_up_relative(unsigned long j)
+{
+	unsigned long now = cmwq_jiffies();
+	return cmwq_round_jiffies(j + now, true) - now;
+}
 
 #endif /* CMWQ_DEFINES_TIMER_LIST */
 
