@@ -29,6 +29,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <cstdarg>
 #include <string>
 #include <vector>
 
@@ -78,10 +79,10 @@ int spawn_thread(cmwq_thread_kind kind, void *(*fn)(void *), void *arg);
 // for a library thread not started by spawn_thread.
 void thread_hooks_start(cmwq_thread_kind kind, cmwq_thread_hooks &mine);
 void thread_hooks_stop(cmwq_thread_kind kind, const cmwq_thread_hooks &mine);
-// Context: any. fmt with each %n conversion replaced by one that consumes
-// the same argument and prints nothing (one message naming call), as the
-// kernel's vsnprintf refuses %n.
-std::string format_without_n(const char *call, const char *fmt);
+// Context: any. fmt formatted with ap, each %n's argument consumed and
+// nothing printed for it (one message naming call), as the kernel's
+// vsnprintf refuses %n.
+std::string vformat_without_n(const char *call, const char *fmt, va_list ap);
 // Context: any. The one-line message for a thread that could not start.
 void thread_start_failed(const char *what, int err, const char *then);
 // Context: any. Reports (once per call and argument) a NULL argument of a

@@ -305,63 +305,160 @@ int spawn_thread(cmwq_thread_kind kind, void *(*fn)(void *), void *arg)
 	return rc;
 }
 
-std::string format_without_n(const char *call, const char *fmt)
+std::string vformat_without_n(const char *call, const char *fmt, va_list ap)
 {
 	// %n writes through a pointer argument: a format built from untrusted
 	// input would become a write primitive. The kernel's vsnprintf refuses
-	// it and prints nothing for it; here each %n (with its flags, width and
-	// length) becomes %.0s, which consumes the same pointer and prints
-	// nothing, so the arguments after it stay in place.
+	// it and prints nothing for it. The format is walked one conversion at
+	// a time and each argument fetched by the type its conversion names, so
+	// a %n's pointer is consumed without being read or written and the
+	// arguments after it stay in place. Positional arguments (%1$s) are not
+	// supported (nor are they by the kernel's vsnprintf): the rest of the
+	// format is kept literally.
 	std::string out;
-	bool refused = false;
-	for (const char *p = fmt; *p; p++) {
+	bool refused = false, positional = false;
+	char piece[64];
+	char buf[512];
+	const char *p = fmt;
+	while (*p) {
 		if (*p != '%') {
-			out += *p;
+			out += *p++;
 			continue;
 		}
 		const char *spec = p++;
 		if (*p == '%') {
-			out += "%%";
+			out += '%';
+			p++;
 			continue;
 		}
-		bool width_star = false;
+		int stars[2];
+		int nstars = 0;
+		auto digits = [&p] {
+			while (*p >= '0' && *p <= '9')
+				p++;
+		};
 		while (*p && strchr("-+ #0'", *p))
 			p++;
 		if (*p == '*') {
-			width_star = true;
+			stars[nstars++] = va_arg(ap, int);
 			p++;
 		}
-		while (*p >= '0' && *p <= '9')
-			p++;
+		digits();
+		if (*p == '$') {
+			positional = true;
+			out += spec;
+			break;
+		}
 		if (*p == '.') {
 			p++;
 			if (*p == '*') {
-				width_star = true; // consumed as the width of the replacement
+				stars[nstars++] = va_arg(ap, int);
 				p++;
 			}
-			while (*p >= '0' && *p <= '9')
-				p++;
+			digits();
 		}
-		while (*p && strchr("hlLqjzZt", *p))
+		int longs = 0;
+		bool big = false, sized = false;
+		while (*p && strchr("hlLqjzZt", *p)) {
+			if (*p == 'l')
+				longs++;
+			else if (*p == 'q' || *p == 'L')
+				longs = 2, big = true;
+			else if (*p == 'h')
+				; // promoted to int: fetched as int
+			else
+				sized = true; // j, z, Z, t: 64-bit on every supported ABI
 			p++;
-		if (*p == 'n') {
-			out += width_star ? "%*.0s" : "%.0s";
-			refused = true;
-			continue;
 		}
-		if (!*p) {
-			out.append(spec, p);
+		char conv = *p;
+		if (!conv) {
+			out += spec;
 			break;
 		}
-		out.append(spec, p + 1);
+		p++;
+		size_t len = (size_t)(p - spec);
+		if (len >= sizeof(piece)) { // a spec longer than any real one: kept literally
+			out.append(spec, len);
+			continue;
+		}
+		memcpy(piece, spec, len);
+		piece[len] = 0;
+		int n = 0;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+#define CMWQ_PIECE(value)                                                                                   \
+	(nstars == 2   ? snprintf(buf, sizeof(buf), piece, stars[0], stars[1], value)                         \
+	 : nstars == 1 ? snprintf(buf, sizeof(buf), piece, stars[0], value)                                   \
+		       : snprintf(buf, sizeof(buf), piece, value))
+		switch (conv) {
+		case 'n':
+			(void)va_arg(ap, void *);
+			refused = true;
+			continue;
+		case 'd':
+		case 'i':
+			if (longs || sized)
+				n = CMWQ_PIECE(va_arg(ap, long long));
+			else
+				n = CMWQ_PIECE(va_arg(ap, int));
+			break;
+		case 'u':
+		case 'o':
+		case 'x':
+		case 'X':
+			if (longs || sized)
+				n = CMWQ_PIECE(va_arg(ap, unsigned long long));
+			else
+				n = CMWQ_PIECE(va_arg(ap, unsigned int));
+			break;
+		case 'c':
+			n = CMWQ_PIECE(va_arg(ap, int));
+			break;
+		case 's': {
+			const char *str = va_arg(ap, const char *);
+			n = CMWQ_PIECE(str ? str : "(null)");
+			break;
+		}
+		case 'p':
+			n = CMWQ_PIECE(va_arg(ap, void *));
+			break;
+		case 'f':
+		case 'F':
+		case 'e':
+		case 'E':
+		case 'g':
+		case 'G':
+		case 'a':
+		case 'A':
+			if (big)
+				n = CMWQ_PIECE(va_arg(ap, long double));
+			else
+				n = CMWQ_PIECE(va_arg(ap, double));
+			break;
+		default: // not a conversion: kept as written, nothing consumed
+			out.append(spec, len);
+			continue;
+		}
+#undef CMWQ_PIECE
+#pragma GCC diagnostic pop
+		if (n > 0)
+			out.append(buf, std::min((size_t)n, sizeof(buf) - 1));
 	}
-	if (refused) {
+	if (refused || positional) {
 		std::string shown; // the format, printable ASCII only
-		for (const char *p = fmt; *p && shown.size() < 64; p++)
-			shown += (*p >= 0x20 && *p < 0x7f) ? *p : '?';
-		warn_once_msg(std::string("format-n-") + call,
-			      std::string("cmwq: ") + call + "(): %n in the format is refused and printed as nothing (format \"" +
-				      shown + "\")");
+		for (const char *q = fmt; *q && shown.size() < 64; q++)
+			shown += (*q >= 0x20 && *q < 0x7f) ? *q : '?';
+		if (refused)
+			warn_once_msg(std::string("format-n-") + call,
+				      std::string("cmwq: ") + call +
+					      "(): %n in the format is refused and printed as nothing (format \"" + shown +
+					      "\")");
+		if (positional)
+			warn_once_msg(std::string("format-pos-") + call,
+				      std::string("cmwq: ") + call +
+					      "(): positional arguments (%N$) are not supported; the format is kept "
+					      "literally from there (format \"" +
+					      shown + "\")");
 	}
 	return out;
 }

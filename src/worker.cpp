@@ -568,11 +568,8 @@ void set_worker_desc(const char *fmt, ...)
 	char buf[WORKER_DESC_LEN];
 	va_list ap;
 	va_start(ap, fmt);
-	std::string safe_fmt = format_without_n("set_worker_desc", fmt);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-	vsnprintf(buf, sizeof(buf), safe_fmt.c_str(), ap);
-#pragma GCC diagnostic pop
+	std::string formatted = vformat_without_n("set_worker_desc", fmt, ap);
+	snprintf(buf, sizeof(buf), "%s", formatted.c_str());
 	va_end(ap);
 	// Under the pool lock: the state dump reads it from another thread.
 	lock_guard lk(w->pool->lock);

@@ -423,11 +423,8 @@ struct workqueue_struct *alloc_workqueue(const char *fmt, unsigned int flags, in
 	char full[256];
 	va_list ap;
 	va_start(ap, max_active);
-	std::string safe_fmt = format_without_n("alloc_workqueue", fmt);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-	vsnprintf(full, sizeof(full), safe_fmt.c_str(), ap);
-#pragma GCC diagnostic pop
+	std::string formatted = vformat_without_n("alloc_workqueue", fmt, ap);
+	snprintf(full, sizeof(full), "%s", formatted.c_str());
 	va_end(ap);
 	memcpy(name, full, WQ_NAME_LEN - 1);
 	name[WQ_NAME_LEN - 1] = 0;

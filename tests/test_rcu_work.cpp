@@ -5,6 +5,7 @@
 #include <urcu.h> // the default (memb) flavour; before <cmwq/urcu.h>
 
 #include <cmwq/linux/workqueue.h>
+#include <cmwq/params.h>
 #include <cmwq/urcu.h>
 #include <gtest/gtest.h>
 
@@ -148,17 +149,20 @@ TEST_F(rcu_work_test, many_writers_and_readers_lose_nothing)
 
 // queue_rcu_work refuses a destroyed workqueue (with a message) instead of
 // keeping it for the grace period's end, when the item would read it.
+// cmwq.debug_objects keeps the destroyed workqueue's memory for the check.
 TEST(rcu_work, a_destroyed_workqueue_is_refused)
 {
 	static std::atomic<int> ran{0};
 	workqueue_struct *wq = alloc_workqueue("rcu_dead", WQ_UNBOUND, 0);
 	ASSERT_NE(wq, nullptr);
+	ASSERT_EQ(cmwq_param_set("cmwq.debug_objects", "1"), 0);
 	destroy_workqueue(wq);
 	static rcu_work rw;
 	INIT_RCU_WORK(&rw, [](work_struct *) { ran++; });
 	testing::internal::CaptureStderr();
 	EXPECT_FALSE(queue_rcu_work(wq, &rw));
 	std::string err = testing::internal::GetCapturedStderr();
+	cmwq_param_set("cmwq.debug_objects", "0");
 	EXPECT_NE(err.find("queue_rcu_work(): workqueue"), std::string::npos) << err;
 	EXPECT_NE(err.find("was destroyed"), std::string::npos) << err;
 	EXPECT_FALSE(work_pending(&rw.work)) << "nothing taken: it can be queued elsewhere";

@@ -472,4 +472,11 @@ TEST(bad_input, percent_n_in_a_name_format_is_refused_and_writes_nothing)
 	flush_work(&w);
 	EXPECT_EQ(seen, "p6_x_9");
 	destroy_workqueue(wq);
+	// Every other conversion still formats as printf does, stars included.
+	wq = alloc_workqueue("q%*d%%%lu%c%.2s%-3x|", WQ_UNBOUND, 0, 3, 7, 42UL, 'z', "abc", 0xa);
+	ASSERT_NE(wq, nullptr);
+	ASSERT_TRUE(queue_work(wq, &w));
+	flush_work(&w);
+	EXPECT_EQ(seen, "q  7%42zaba  |");
+	destroy_workqueue(wq);
 }
