@@ -1,7 +1,9 @@
 // compat.cpp - the rest of the kernel API that is built on the core: the
 // <cmwq/linux/delay.h> sleeps and busy-waits (sleeps give the blocking
-// hint), work_on_cpu, schedule_on_each_cpu, wq_watchdog_touch and jiffies.
-// Written against the public calls only, as a driver would.
+// hint), work_on_cpu, schedule_on_each_cpu, the schedule_* shorthands,
+// wq_watchdog_touch and jiffies. Written against the public calls, as a
+// driver would, plus the engine's clock (now_ns), warn_once_msg,
+// watchdog_touch and the usable CPUs (engine.h).
 #include "engine.h"
 
 #include <cmwq/linux/delay.h>
@@ -96,5 +98,24 @@ void wq_watchdog_touch(int cpu)
 }
 
 unsigned long cmwq_jiffies(void) { return static_cast<unsigned long>(now_ns() / 1000000ull); }
+
+// The system workqueue's shorthands.
+bool schedule_work_on(int cpu, work_struct *work) { return queue_work_on(cpu, system_percpu_wq, work); }
+bool schedule_work(work_struct *work) { return queue_work(system_percpu_wq, work); }
+void cmwq_flush_scheduled_work(void)
+{
+	warn_once_msg("flush-scheduled-work",
+		      "workqueue: flush_scheduled_work(): flushing system-wide workqueues will be prohibited in "
+		      "near future; flush the work items or use a workqueue of your own");
+	__flush_workqueue(system_percpu_wq);
+}
+bool schedule_delayed_work_on(int cpu, delayed_work *dw, unsigned long delay)
+{
+	return queue_delayed_work_on(cpu, system_percpu_wq, dw, delay);
+}
+bool schedule_delayed_work(delayed_work *dw, unsigned long delay)
+{
+	return queue_delayed_work(system_percpu_wq, dw, delay);
+}
 
 } // extern "C"

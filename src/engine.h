@@ -2,21 +2,30 @@
 // file calls in another, each with the lock context it needs.
 //
 // The files form a strict downward layering (docs/design.md, "Where to
-// change what"); a function may call only what is declared for a floor at
-// or below its own:
-//   sys.cpp, timer.cpp          platform: clocks, futex, wake, affinity, timers
-//   detect.cpp                  platform: the workers' context-switch events
-//   pool.cpp                    worker_pool: idle list, kick_pool, culling, pools
-//   pwq.cpp                     pool_workqueue: state word, nr_active, release
-//   worker.cpp                  workers, process_one_work, hints, deferred::run
-//   work.cpp, rescuer.cpp, dump.cpp
-//   monitor.cpp                 blocked-worker sampling, hog reclassification, watchdog
-//   workqueue.cpp               one workqueue: alloc/destroy, attrs, max_active
-//   startup.cpp, sysfs.cpp, introspect.cpp, compat.cpp, params.cpp
-// Two calls go up through a pointer set at start-up, as the kernel's timers
-// do: the pools' mayday timer (globals::mayday_timeout, rescuer.cpp) and the
-// control endpoint's start (control.cpp is a client of the public API). And
-// public entry points on any floor may call ensure_started() first.
+// change what"): a function may call only what is defined on its own floor
+// or below. scripts/check_floors.py checks it (a test). The floors:
+//   1  sys.cpp, timer.cpp, topology.cpp     platform: clocks, futex, wake, affinity, timers; topology (pure)
+//   2  detect.cpp, debug.cpp                the workers' context-switch events; debug_objects
+//   3  pool.cpp                             worker_pool: idle list, kick_pool, culling, pools
+//   4  pwq.cpp                              pool_workqueue: state word, nr_active, release
+//   5  worker.cpp                           workers, process_one_work, hints, deferred::run
+//   6  work.cpp, rescuer.cpp, dump.cpp      queueing, flush, cancel; the rescuer; the state dump
+//   7  monitor.cpp                          blocked-worker sampling, hog reclassification, watchdog
+//   8  workqueue.cpp                        one workqueue: alloc/destroy, attrs, max_active
+//   9  compat.cpp, ktimer.cpp, rcu_work.cpp    built on the core: the rest of the kernel API
+//   9  introspect.cpp, sysfs.cpp, params.cpp   looking and tuning
+//   10 startup.cpp, fork.cpp                the library's life: they call into every floor
+//   10 control.cpp, control_proto.cpp       the control endpoint (a client of the public API)
+// Calls that go up, each named here:
+//   up: worker.cpp -> monitor_start         the monitor starts with the first worker
+//   up: timer.cpp -> monitor_start          a timer thread that cannot start is retried by the monitor
+//   up: params.cpp -> cmwq_control_start    the cmwq.control parameter starts and stops the
+//   up: params.cpp -> cmwq_control_stop     control endpoint (through its public calls)
+// end of floors.
+// One more goes up through a pointer set at start-up, as the kernel's
+// timers do: the pools' mayday timer (globals::mayday_timeout, set to
+// rescuer.cpp's pool_mayday_timeout). Public entry points on any floor may
+// call ensure_started() (startup.cpp) first.
 //
 // "Context:" names what the caller holds. L is the pool->lock of the pool
 // the arguments belong to; "no lock" means the caller holds no engine lock;
@@ -44,6 +53,9 @@ namespace cmwq::detail {
 
 // Context: any. The process-wide state, never freed.
 globals &g();
+// Context: any. The parameter values (atomics), never freed; named, parsed
+// and set by params.cpp.
+params_t &params();
 // Context: any. CLOCK_MONOTONIC and the calling thread's CPU clock, in ns.
 uint64_t now_ns();
 uint64_t thread_cpu_ns();
@@ -65,6 +77,11 @@ void worker_wait_word(worker *w);
 void wake_worker(worker *w);
 // Context: any. Spin hint for the first rounds of a wait loop, then yield.
 void spin_pause(int &n);
+// Context: any. The CPUs this process may run on (sched_getaffinity).
+std::vector<int> affinity_cpus();
+// Context: G held, or start-up. The topology from /sys (or CMWQ_SYSFS_ROOT)
+// at the given cache_shard size, restricted to the CPUs this process may use.
+topology read_topology(unsigned shard);
 // Context: the calling thread. Affinity to cpus (those this process may use).
 void pin_self(const std::vector<int> &cpus);
 // Context: the calling thread. Applies nice, or the lowest allowed, with one message.
@@ -120,7 +137,13 @@ void warn_once_msg(const std::string &key, const std::string &msg);
 void timer_fork_lock();
 void timer_fork_unlock(void (*dropped)(timer_list *));
 
-// Context: any lock but the timer lock. Arms (or re-arms) t.
+// A private timer_list::flags bit (the kernel keeps its wheel index in
+// these top bits): set by timer_add, the engine's arming call, and cleared
+// by ktimer_modify, the program's. The slow-callback report skips the
+// engine's timers.
+inline constexpr unsigned TIMER_ENGINE_OWNED = 1u << 31;
+// Context: any lock but the timer lock. Arms (or re-arms) t as an engine
+// timer (TIMER_ENGINE_OWNED).
 void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *));
 // Context: as timer_add. Arms t unless it is armed already; whether it armed it.
 bool timer_add_if_idle(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *));
@@ -144,8 +167,6 @@ extern constinit thread_local bool tl_in_timer;
 
 // ---- params.cpp -------------------------------------------------------------
 
-// Context: any. The parameter values (atomics).
-params_t &params();
 // Context: start-up. Applies CMWQ_PARAMS.
 void params_load_env();
 // Context: any. The accepted values of a parameter, for messages; NULL if unknown.
@@ -226,6 +247,8 @@ void hash_del(worker_pool *pool, worker *w) REQUIRES(pool->lock);
 // Context: L. Set/clear worker flags, keeping nr_running for NOT_RUNNING.
 void worker_set_flags(worker *w, unsigned f) REQUIRES(w->pool->lock);
 void worker_clr_flags(worker *w, unsigned f) REQUIRES(w->pool->lock);
+// Context: L. A worker counted as sleeping runs again: back into nr_running.
+void worker_set_running(worker *w) REQUIRES(w->pool->lock);
 // Context: L. Onto and off the idle list (arms the idle timer when too many).
 void worker_enter_idle(worker *w) REQUIRES(w->pool->lock);
 void worker_leave_idle(worker *w) REQUIRES(w->pool->lock);
@@ -240,10 +263,8 @@ void pool_set_managed(worker_pool *pool, bool managed) REQUIRES(pool->lock);
 // Context: no lock. cmwq.unbound_concurrency: every unbound pool, now and
 // later, managed or not.
 int set_unbound_concurrency(bool managed);
-// Context: any. Arms the pool's mayday timer unless armed.
+// Context: L. Arms the pool's mayday timer unless armed.
 void mayday_arm(worker_pool *pool) REQUIRES(pool->lock);
-// Context: any. Whether fn is one of the engine's own timer callbacks.
-bool engine_timer_callback(void (*fn)(timer_list *));
 // Context: any (usually L). A per-CPU pool holds items back behind running
 // workers: wake the monitor to sample it.
 void monitor_watch(worker_pool *pool);
@@ -310,8 +331,6 @@ void deferred_create(worker_pool *pool);
 // kernel's wq_worker_sleeping / wq_worker_running.
 void worker_sleeping(worker *w);
 void worker_running(worker *w);
-// Context: L. A worker counted as sleeping runs again: back into nr_running.
-void worker_set_running(worker *w) REQUIRES(w->pool->lock);
 // Context: no lock. Counts fn once more as a CPU hog and reports on the
 // kernel's power-of-two schedule.
 void hog_report(const worker *w);
@@ -374,9 +393,6 @@ void watchdog_touch(int cpu);
 // The one call any floor may make upward: public entry points make sure the
 // library has started before they touch it.
 void ensure_started();
-// Context: G held, or start-up. The topology from /sys (or CMWQ_SYSFS_ROOT)
-// at the given cache_shard size, restricted to the CPUs this process may use.
-topology read_topology(unsigned shard);
 
 // ---- fork.cpp ---------------------------------------------------------------
 

@@ -18,12 +18,6 @@
 
 namespace cmwq::detail {
 
-params_t &params()
-{
-	static params_t *p = new params_t;
-	return *p;
-}
-
 namespace {
 
 bool parse_bool(const std::string &v, bool &out)

@@ -72,6 +72,15 @@ void worker_clr_flags(worker *w, unsigned f)
 		w->pool->nr_running++;
 }
 
+void worker_set_running(worker *w)
+{
+	w->sleeping = false;
+	w->detected = false;
+	w->marked.store(false, std::memory_order_relaxed);
+	if (!(w->flags & WORKER_NOT_RUNNING))
+		w->pool->nr_running++;
+}
+
 static void idle_timer_fn(timer_list *t);
 
 void worker_enter_idle(worker *w)
@@ -253,11 +262,6 @@ int set_unbound_concurrency(bool managed)
 		d.run();
 	}
 	return 0;
-}
-
-bool engine_timer_callback(void (*fn)(timer_list *))
-{
-	return fn == idle_timer_fn || fn == g().mayday_timeout || fn == delayed_work_timer_fn;
 }
 
 void mayday_arm(worker_pool *pool)

@@ -30,17 +30,6 @@ workqueue_struct *system_bh_highpri_wq;
 
 namespace cmwq::detail {
 
-static std::vector<int> affinity_cpus()
-{
-	std::vector<int> out;
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof(set), &set) == 0)
-		for (int c = 0; c < CPU_SETSIZE; c++)
-			if (CPU_ISSET(c, &set))
-				out.push_back(c);
-	return out;
-}
-
 static void build_cpu_index(globals &gl)
 {
 	gl.usable = gl.topo.usable;
@@ -50,25 +39,6 @@ static void build_cpu_index(globals &gl)
 		gl.cpu_index[static_cast<size_t>(gl.usable[i])] = static_cast<int>(i);
 		cpumask_set_cpu(static_cast<unsigned>(gl.usable[i]), &gl.usable_mask);
 	}
-}
-
-topology read_topology(unsigned shard)
-{
-	auto &gl = g();
-	const char *root = getenv("CMWQ_SYSFS_ROOT");
-	topology t;
-	if (root && *root) {
-		t = build_topology(root, nullptr, shard);
-	} else {
-		t = build_topology("/sys", &gl.real_cpus, shard);
-	}
-	if (t.usable.empty()) {
-		// Nothing readable: every CPU we may run on, one pod per scope level.
-		topology f = build_topology("/nonexistent", &gl.real_cpus, shard);
-		if (!f.usable.empty())
-			t = f;
-	}
-	return t;
 }
 
 static void create_system_workqueues()

@@ -38,6 +38,15 @@ globals &g()
 	return *gl;
 }
 
+// The values only; the table that names, parses and documents them is
+// params.cpp's.
+params_t &params()
+{
+	static params_t *p = new params_t;
+	return *p;
+}
+
+
 uint64_t now_ns()
 {
 	timespec ts;
@@ -207,6 +216,21 @@ void futex_wake(std::atomic<int> *a, int n)
 {
 	syscall(SYS_futex, reinterpret_cast<int *>(a), FUTEX_WAKE_PRIVATE, n, nullptr, nullptr, 0);
 }
+
+} // namespace cmwq::detail
+
+// The task state word's wait and wake (<cmwq/task.hpp>, public).
+extern "C" void cmwq_futex_wait(const uint32_t *word, uint32_t expected)
+{
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+}
+
+extern "C" void cmwq_futex_wake(const uint32_t *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+}
+
+namespace cmwq::detail {
 
 std::string func_name(work_func_t f)
 {
@@ -626,6 +650,36 @@ void wake_worker(worker *w)
 	}
 	worker_wake_word(w);
 	w->pins.fetch_sub(1, std::memory_order_release);
+}
+
+std::vector<int> affinity_cpus()
+{
+	std::vector<int> out;
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &set))
+				out.push_back(c);
+	return out;
+}
+
+topology read_topology(unsigned shard)
+{
+	auto &gl = g();
+	const char *root = getenv("CMWQ_SYSFS_ROOT");
+	topology t;
+	if (root && *root) {
+		t = build_topology(root, nullptr, shard);
+	} else {
+		t = build_topology("/sys", &gl.real_cpus, shard);
+	}
+	if (t.usable.empty()) {
+		// Nothing readable: every CPU we may run on, one pod per scope level.
+		topology f = build_topology("/nonexistent", &gl.real_cpus, shard);
+		if (!f.usable.empty())
+			t = f;
+	}
+	return t;
 }
 
 void pin_self(const std::vector<int> &cpus)

@@ -79,14 +79,15 @@ void heap_remove(std::vector<timer_list *> &h, int i)
 
 // The timer thread runs every callback, delayed work's included: one that
 // takes long delays all of them. Reported once per function.
-// The engine's own callbacks (a pool's idle and mayday timers, a delayed
-// item's queueing) are not reported: the advice is for users' timers, and
-// theirs take long only when the machine is overloaded (a mayday timer
-// creating a worker while many runnable workers share the CPUs).
-void report_slow_callback(void (*fn)(timer_list *), uint64_t ns)
+// The engine's own timers (TIMER_ENGINE_OWNED: a pool's idle and mayday
+// timers, a delayed item's queueing) are not reported: the advice is for
+// users' timers, and the engine's take long only when the machine is
+// overloaded (a mayday timer creating a worker while many runnable workers
+// share the CPUs).
+void report_slow_callback(void (*fn)(timer_list *), bool engine_owned, uint64_t ns)
 {
 	unsigned long limit = params().timer_callback_warn_us.load();
-	if (!limit || ns < limit * 1000ull || engine_timer_callback(fn))
+	if (!limit || ns < limit * 1000ull || engine_owned)
 		return;
 	std::string name = func_name(reinterpret_cast<work_func_t>(reinterpret_cast<void *>(fn)));
 	warn_once_msg("slow-timer-" + name,
@@ -115,13 +116,14 @@ void *timer_thread(void *)
 		heap_remove(b.heap, 0);
 		t->heap_index = -1;
 		auto fn = t->function;
+		bool engine_owned = t->flags & TIMER_ENGINE_OWNED;
 		b.running = t;
 		lk.unlock();
 		uint64_t t0 = now_ns();
 		tl_in_timer = true;
 		fn(t);
 		tl_in_timer = false;
-		report_slow_callback(fn, now_ns() - t0);
+		report_slow_callback(fn, engine_owned, now_ns() - t0);
 		lk.lock();
 		b.running = nullptr;
 		b.done.notify_all();
@@ -180,6 +182,7 @@ void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *))
 	lock_guard lk(b.lock);
 	start_thread_locked(b);
 	t->function = fn;
+	t->flags |= TIMER_ENGINE_OWNED;
 	heap_place(b, t, expires_ns);
 }
 
@@ -234,6 +237,7 @@ int ktimer_modify(timer_list *t, uint64_t expires_ns, ktimer_how how)
 	if (how == KTIMER_REDUCE && was && t->expires_ns <= expires_ns)
 		return 1;
 	start_thread_locked(b);
+	t->flags &= ~TIMER_ENGINE_OWNED;
 	heap_place(b, t, expires_ns);
 	return was;
 }

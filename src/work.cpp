@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <sched.h>
-#include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -416,16 +415,6 @@ extern "C" bool cmwq_wait_would_deadlock(struct work_struct *work, const char *v
 	return task_wait_deadlocks(work, verb ? verb : "waits for");
 }
 
-extern "C" void cmwq_futex_wait(const uint32_t *word, uint32_t expected)
-{
-	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
-}
-
-extern "C" void cmwq_futex_wake(const uint32_t *word)
-{
-	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
-}
-
 namespace {
 // Whether a queue call must refuse work: NULL, without a function (a zeroed,
 // never initialised item would crash the worker), or under
@@ -514,24 +503,6 @@ bool mod_delayed_work_on(int cpu, workqueue_struct *wq, delayed_work *dwork, uns
 	if (!clear_pending_if_disabled(&dwork->work))
 		do_queue_delayed_work(cpu, wq, dwork, delay);
 	return ret != 0;
-}
-
-bool schedule_work_on(int cpu, work_struct *work) { return queue_work_on(cpu, system_percpu_wq, work); }
-bool schedule_work(work_struct *work) { return queue_work(system_percpu_wq, work); }
-void cmwq_flush_scheduled_work(void)
-{
-	warn_once_msg("flush-scheduled-work",
-		      "workqueue: flush_scheduled_work(): flushing system-wide workqueues will be prohibited in "
-		      "near future; flush the work items or use a workqueue of your own");
-	__flush_workqueue(system_percpu_wq);
-}
-bool schedule_delayed_work_on(int cpu, delayed_work *dw, unsigned long delay)
-{
-	return queue_delayed_work_on(cpu, system_percpu_wq, dw, delay);
-}
-bool schedule_delayed_work(delayed_work *dw, unsigned long delay)
-{
-	return queue_delayed_work(system_percpu_wq, dw, delay);
 }
 
 bool flush_work(work_struct *work)

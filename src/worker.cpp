@@ -416,15 +416,6 @@ static bool create_worker(worker_pool *pool)
 	return true;
 }
 
-void worker_set_running(worker *w)
-{
-	w->sleeping = false;
-	w->detected = false;
-	w->marked.store(false, std::memory_order_relaxed);
-	if (!(w->flags & WORKER_NOT_RUNNING))
-		w->pool->nr_running++;
-}
-
 void deferred::run_collected()
 {
 	for (int i = 0; i < nr_wake; i++)

@@ -267,6 +267,14 @@ if(CMWQ_PYTHON3 AND NOT CMAKE_CROSSCOMPILING)
   set_tests_properties(public_headers_define_kernel_names_only_where_the_program_has_none PROPERTIES
     TIMEOUT 120 PASS_REGULAR_EXPRESSION "[1-9][0-9]* passed, 0 failed")
 endif()
+# The engine's floors (src/engine.h's list): no call goes up a floor unless
+# the list names it (scripts/check_floors.py, with universal-ctags).
+if(CMWQ_PYTHON3)
+  add_test(NAME engine_calls_go_up_a_floor_only_where_engine_h_names_them
+    COMMAND ${CMWQ_PYTHON3} ${PROJECT_SOURCE_DIR}/scripts/check_floors.py ${PROJECT_SOURCE_DIR}/src)
+  set_tests_properties(engine_calls_go_up_a_floor_only_where_engine_h_names_them PROPERTIES
+    TIMEOUT 60 PASS_REGULAR_EXPRESSION "upward calls, each named in engine.h")
+endif()
 add_custom_target(cmwq_check_headers ${cmwq_header_commands}
   COMMENT "Compiling each public header alone" VERBATIM)
 
