@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks that src/ keeps the floors src/engine.h declares.
+"""Checks that src/ keeps the floors and the seam src/engine.h declares.
 
 engine.h opens with the floor list, bottom up, between the lines
 "floors:" and "end of floors.", one floor per line ("//   N  a.cpp, b.cpp
@@ -9,6 +9,13 @@ defined in src/*.cpp (universal-ctags), every call from one file's function
 to a function defined in exactly one other file, and fails on a call to a
 higher floor that the list does not name, on a named call that no longer
 exists, and on a src/*.cpp file the list leaves out.
+
+The seam: engine.h's declarations sit under "// ---- file.cpp ----"
+banners, in floor order, one banner per file of the list. Every function
+declared under a banner must be defined in that file, and a declaration
+whose comment says "Context: L" must carry REQUIRES (and one with
+REQUIRES(...lock) must say L): the comment and the compiler's annotation
+tell one story.
 
     python3 scripts/check_floors.py [SRC_DIR]     prints the cross-file
                                                   calls with -v
@@ -60,7 +67,8 @@ for t in tags.splitlines():
     if 'line' not in fields or 'end' not in fields:
         continue
     bodies[path].append((name, int(fields['line']), int(fields['end'])))
-    if 'file' not in fields and 'class' not in fields and 'struct' not in fields:
+    member = fields.get('class', 'cmwq::detail') != 'cmwq::detail' or 'struct' in fields
+    if 'file' not in fields and not member:  # cmwq::detail::f() is ctags' class cmwq::detail
         defined[name].add(path)
 
 
@@ -100,9 +108,79 @@ for (f, callee), used in allowed.items():
     if not used:
         problems.append(f'engine.h names "up: {f} -> {callee}", but there is no such upward call')
 
+# The seam: banners in floor order, each declaration under its file's.
+banner_re = re.compile(r'^// ---- (\S+\.cpp) -+$')
+sections = []  # (file, first line, last line)
+for i, line in enumerate(header, 1):
+    m = banner_re.match(line)
+    if m:
+        if sections:
+            sections[-1][2] = i - 1
+        sections.append([m.group(1), i, len(header)])
+order = [sec[0] for sec in sections]
+problems += [f'engine.h has no banner for {f}' for f in files if f not in order]
+problems += [f'engine.h has two banners for {f}' for f in set(order) if order.count(f) > 1]
+for a, b in zip(order, order[1:]):
+    if floors.get(a, 0) > floors.get(b, 0):
+        problems.append(f'engine.h: the banner of {b} (floor {floors.get(b)}) comes after {a} '
+                        f'(floor {floors.get(a)}): sections go bottom up')
+protos = subprocess.run(['ctags', '--fields=+ne', '--c++-kinds=p', '--language-force=c++', '-o', '-',
+                         str(src / 'engine.h')], capture_output=True, text=True, check=True).stdout
+declared = 0
+for t in protos.splitlines():
+    parts = t.split('\t')
+    name = parts[0]
+    fields = dict(p.split(':', 1) for p in parts[3:] if ':' in p)
+    if 'line' not in fields or 'class' in fields or 'struct' in fields:
+        continue
+    line = int(fields['line'])
+    sec = next((sec for sec in sections if sec[1] <= line <= sec[2]), None)
+    if not sec:
+        continue
+    declared += 1
+    where = defined.get(name, set())
+    if where and sec[0] not in where:
+        problems.append(f'engine.h:{line}: {name} sits under the {sec[0]} banner but is defined in '
+                        f'{", ".join(sorted(where))}')
+    # The nearest "Context:" line above, within the declaration's comment,
+    # read to the declaration.
+    k = line - 1
+    decl = ' '.join(header[line - 1:int(fields.get('end', line))])
+    context = None
+    # Declarations grouped under one comment share its Context line.
+    while k >= 1 and header[k - 1].strip() and not banner_re.match(header[k - 1]):
+        if header[k - 1].startswith('// Context: '):
+            context = ' '.join(h[3:] for h in header[k - 1:line - 1] if h.startswith('//'))
+            context = context[len('Context: '):]
+            break
+        k -= 1
+    if context is None:
+        continue
+    need = set()
+    for r in re.findall(r'REQUIRES\(([^)]*)\)', decl):
+        for arg in r.split(','):
+            arg = arg.strip()
+            if arg.endswith('pool->lock'):
+                need.add('L')
+            elif arg.endswith('nna->lock'):
+                need.add('N')
+            elif arg.endswith('->mutex'):
+                need.add('W')
+            elif arg.endswith('pool_mutex'):
+                need.add('G')
+    said = set(re.findall(r'\b([LNWG])\b', context))
+    first = context.split('.')[0]
+    for letter in sorted(need - said):
+        problems.append(f'engine.h:{line}: {name} REQUIRES its {letter} lock but says "Context: {first}"')
+    if need and re.match(r'(no lock|any)\b', context):
+        problems.append(f'engine.h:{line}: {name} REQUIRES a lock but says "Context: {first}"')
+    if re.match(r'L\b', context) and 'L' not in need:
+        problems.append(f'engine.h:{line}: {name} says "Context: {first}" but has no REQUIRES of a pool lock')
+
 for p in problems:
     print('check_floors:', p)
 if problems:
     sys.exit(1)
 print(f'check_floors: {len(files)} files on {len(set(floors.values()))} floors; '
-      f'{sum(1 for k in calls if floors[k[2]] > floors[k[0]])} upward calls, each named in engine.h')
+      f'{sum(1 for k in calls if floors[k[2]] > floors[k[0]])} upward calls, each named in engine.h; '
+      f'{declared} declarations, each under its file and with its context')

@@ -165,36 +165,12 @@ int ktimer_delete(timer_list *t, bool sync, bool shutdown);
 // context, for execute_in_process_context).
 extern constinit thread_local bool tl_in_timer;
 
-// ---- params.cpp -------------------------------------------------------------
+// ---- topology.cpp -----------------------------------------------------------
 
-// Context: start-up. Applies CMWQ_PARAMS.
-void params_load_env();
-// Context: any. The accepted values of a parameter, for messages; NULL if unknown.
-const char *param_accepted(const char *name);
-
-// ---- debug.cpp --------------------------------------------------------------
-
-// Context: any. Whether cmwq.debug_objects is on (a relaxed load).
-inline bool debug_objects_on() { return __atomic_load_n(&cmwq_debug_objects, __ATOMIC_RELAXED) != 0; }
-// Context: no lock; debug_objects on. Whether w may be queued: an item the
-// library has seen, or one that looks initialised; else a message naming
-// the call, and false.
-bool debug_check_queue(work_struct *w, const char *call);
-// Context: any lock but the registry's; debug_objects on. w was queued or
-// its timer armed / its PENDING was released.
-void debug_work_active(work_struct *w);
-void debug_work_idle(work_struct *w);
-// Context: any. Whether a public call must refuse wq: NULL, destroyed or not
-// a workqueue (with a message naming the call). One load when it is fine.
-bool wq_refused_slow(const workqueue_struct *wq, const char *call);
-inline bool wq_refused(const workqueue_struct *wq, const char *call)
-{
-	if (wq && wq->magic.load(std::memory_order_acquire) == WQ_MAGIC_LIVE) [[likely]]
-		return false;
-	return wq_refused_slow(wq, call);
-}
+// Declares nothing here: topology.h (pure; build_topology, pods, cpulists).
 
 // ---- detect.cpp -------------------------------------------------------------
+
 // D is the detector's lock: taken with no engine lock held; the monitor
 // takes pool locks under it (detect_wait's callback).
 
@@ -233,6 +209,28 @@ int detect_wait(uint64_t timeout_ns, const std::function<void(worker *, bool)> &
 // Context: fork (fork.cpp): first taken, last released.
 void detect_fork_lock();
 void detect_fork_unlock(bool child);
+
+// ---- debug.cpp --------------------------------------------------------------
+
+// Context: any. Whether cmwq.debug_objects is on (a relaxed load).
+inline bool debug_objects_on() { return __atomic_load_n(&cmwq_debug_objects, __ATOMIC_RELAXED) != 0; }
+// Context: no lock; debug_objects on. Whether w may be queued: an item the
+// library has seen, or one that looks initialised; else a message naming
+// the call, and false.
+bool debug_check_queue(work_struct *w, const char *call);
+// Context: any lock but the registry's; debug_objects on. w was queued or
+// its timer armed / its PENDING was released.
+void debug_work_active(work_struct *w);
+void debug_work_idle(work_struct *w);
+// Context: any. Whether a public call must refuse wq: NULL, destroyed or not
+// a workqueue (with a message naming the call). One load when it is fine.
+bool wq_refused_slow(const workqueue_struct *wq, const char *call);
+inline bool wq_refused(const workqueue_struct *wq, const char *call)
+{
+	if (wq && wq->magic.load(std::memory_order_acquire) == WQ_MAGIC_LIVE) [[likely]]
+		return false;
+	return wq_refused_slow(wq, call);
+}
 
 // ---- pool.cpp ---------------------------------------------------------------
 
@@ -284,13 +282,16 @@ worker_pool *get_work_pool(work_struct *work);
 wq_node_nr_active *pwq_nna(pool_workqueue *pwq);
 // Context: L. Takes an active slot for one item of pwq; fill: ignore the node FIFO.
 bool pwq_tryinc_nr_active(pool_workqueue *pwq, bool fill) REQUIRES(pwq->pool->lock);
-// Context: L. Moves work and the barriers linked behind it to head.
-void move_linked_works(work_struct *work, list_head *head);
+// Context: L (pool: the pool whose lists hold work and head). Moves work
+// and the barriers linked behind it to head.
+void move_linked_works(worker_pool *pool, work_struct *work, list_head *head) REQUIRES(pool->lock);
 // Context: L. Activates the first inactive item if a slot is free and kicks
 // the pool for it (the wake goes to d); whether it activated one.
 bool pwq_activate_first_inactive(pool_workqueue *pwq, bool fill, deferred &d) REQUIRES(pwq->pool->lock);
-// Context: L of pwq's pool, or no lock with pwq NULL. Gives a freed slot of
-// nna to the first waiting pwq; one of another pool is activated by d.
+// Context: pwq's pool lock when pwq is not NULL, no lock with pwq NULL (the
+// analysis cannot say "held if not NULL": exempt, docs/locking.md). Gives a
+// freed slot of nna to the first waiting pwq; one of another pool is
+// activated by d.
 void node_activate_pending(pool_workqueue *pwq, wq_node_nr_active *nna, deferred &d);
 // Context: N held. Joins the node's FIFO of pwqs waiting for a slot, once.
 void nna_add_pending(wq_node_nr_active *nna, pool_workqueue *pwq) REQUIRES(nna->lock);
@@ -307,9 +308,6 @@ void insert_work(pool_workqueue *pwq, work_struct *work, list_head *head, unsign
 void clear_pending_keep_offq(work_struct *work);
 bool clear_pending_if_disabled(work_struct *work);
 bool test_and_set_pending(work_struct *work);
-// Context: any; the caller owns work's PENDING bit. Queues it on wq (the
-// kernel's __queue_work); what queue_work does after taking PENDING.
-void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work);
 // Context: G and W held. A new pwq of wq on pool, holding its base reference.
 pool_workqueue *new_pwq(workqueue_struct *wq, worker_pool *pool) REQUIRES(wq->mutex);
 // Context: no lock. The last reference is gone: unlink, unplug an ordered
@@ -341,6 +339,9 @@ void hog_fork_unlock();
 
 // ---- work.cpp ---------------------------------------------------------------
 
+// Context: any; the caller owns work's PENDING bit. Queues it on wq (the
+// kernel's __queue_work); what queue_work does after taking PENDING.
+void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work);
 // Context: any. The calling thread's CPU if usable, else a usable one.
 int current_cpu();
 // Context: no lock. Warns if the running work item's wait on target could
@@ -353,10 +354,6 @@ void forget_delayed_work_timer(timer_list *t);
 // Context: a fork child. An item whose PENDING the parent owned (off any
 // queue) becomes idle, keeping its pool id and disable depth.
 void forget_pending(work_struct *w);
-// rcu_work.cpp: the list lock around fork; the child forgets the parent's
-// waiting items (idle again) and grace-period state.
-void rcu_fork_lock();
-void rcu_fork_unlock(bool child);
 
 // ---- rescuer.cpp ------------------------------------------------------------
 
@@ -373,6 +370,7 @@ void rescuer_fork_child(workqueue_struct *wq);
 
 // Context: no lock (takes G, W and L in order).
 void dump_all(FILE *f);
+// Context: W held (the monitor's stall report). One workqueue's lines.
 void show_wq(FILE *f, workqueue_struct *wq, uint64_t now) REQUIRES(wq->mutex);
 
 // ---- monitor.cpp ------------------------------------------------------------
@@ -387,6 +385,50 @@ void monitor_fork_unlock(bool child);
 // Context: any.
 void watchdog_touch(int cpu);
 
+// ---- workqueue.cpp ----------------------------------------------------------
+
+// Context: no lock. Parameter and sysfs setters that re-pod unbound workqueues.
+int set_default_scope(affinity_scope s);
+int set_cache_shard_size(unsigned size);
+// The global unbound cpumask: 0, or -EINVAL if it leaves no usable CPU.
+int set_unbound_cpumask(const std::vector<int> &requested);
+
+// ---- compat.cpp -------------------------------------------------------------
+
+// Declares nothing here: built on the public calls (<cmwq/linux/delay.h>,
+// work_on_cpu, schedule_*), with now_ns, warn_once_msg and watchdog_touch.
+
+// ---- ktimer.cpp -------------------------------------------------------------
+
+// Declares nothing here: the kernel timer API (<cmwq/linux/timer.h>) on
+// ktimer_modify, ktimer_pending and ktimer_delete (timer.cpp).
+
+// ---- rcu_work.cpp -----------------------------------------------------------
+
+// Context: fork (fork.cpp). The list lock around fork; the child forgets
+// the parent's waiting items (idle again) and grace-period state.
+void rcu_fork_lock();
+void rcu_fork_unlock(bool child);
+
+// ---- introspect.cpp ---------------------------------------------------------
+
+// Declares nothing here: <cmwq/introspect.hpp> and <cmwq/stats.h>.
+
+// ---- sysfs.cpp --------------------------------------------------------------
+
+// Context: W held. The attribute values the snapshot reports.
+std::string scope_attr(const workqueue_struct *wq) REQUIRES(wq->mutex);
+std::vector<int> attrs_cpus(const workqueue_attrs &a);
+// Context: no lock. A WQ_SYSFS attribute of wq, 0 or -ENOENT.
+int wq_sysfs_get(workqueue_struct *wq, const std::string &attr, std::string &out);
+
+// ---- params.cpp -------------------------------------------------------------
+
+// Context: start-up. Applies CMWQ_PARAMS.
+void params_load_env();
+// Context: any. The accepted values of a parameter, for messages; NULL if unknown.
+const char *param_accepted(const char *name);
+
 // ---- startup.cpp ------------------------------------------------------------
 
 // Context: any. Starts the library once (topology, pools, system workqueues).
@@ -399,21 +441,13 @@ void ensure_started();
 // Context: start-up. The pthread_atfork handlers that let a child use cmwq.
 void fork_handlers_install();
 
-// ---- workqueue.cpp ----------------------------------------------------------
+// ---- control.cpp ------------------------------------------------------------
 
-// Context: no lock. Parameter and sysfs setters that re-pod unbound workqueues.
-int set_default_scope(affinity_scope s);
-int set_cache_shard_size(unsigned size);
-// The global unbound cpumask: 0, or -EINVAL if it leaves no usable CPU.
-int set_unbound_cpumask(const std::vector<int> &requested);
+// Declares nothing here: <cmwq/control.h>; a client of the public API.
 
-// ---- sysfs.cpp --------------------------------------------------------------
+// ---- control_proto.cpp ------------------------------------------------------
 
-// Context: W held. The attribute values the snapshot reports.
-std::string scope_attr(const workqueue_struct *wq) REQUIRES(wq->mutex);
-std::vector<int> attrs_cpus(const workqueue_attrs &a);
-// Context: no lock. A WQ_SYSFS attribute of wq, 0 or -ENOENT.
-int wq_sysfs_get(workqueue_struct *wq, const std::string &attr, std::string &out);
+// Declares nothing here: control_proto.h (the protocol, no engine state).
 
 } // namespace cmwq::detail
 

@@ -5,6 +5,8 @@
 //   G: g().pool_mutex (wq_pool_mutex)  W: wq->mutex    L: pool->lock
 //   N: nna->lock (nests inside L)      F: wq->flush_mutex
 //   Y: wq->mayday_lock                 T: timer lock
+//   D: the context-switch detector's registry lock (detect.cpp; no engine
+//      lock is held when it is taken, and pool locks nest inside it)
 //   I: immutable once published (a thread's own tid/thread: before its first L)
 //   K: the owning worker's; when others read it, written under L and
 //      read by them under L; the worker reads its own without a lock
@@ -420,12 +422,12 @@ struct worker_pool {
 	int nr_running GUARDED_BY(lock) = 0;              // L
 	list_head idle_list GUARDED_BY(lock);             // L: LIFO
 	std::vector<worker *> workers GUARDED_BY(lock);   // L
-	worker *busy_hash[1 << BUSY_WORKER_HASH_ORDER] = {}; // L
-	uint64_t last_progress_ns = 0;   // L
-	int next_worker_id = 0;          // L
+	worker *busy_hash[1 << BUSY_WORKER_HASH_ORDER] GUARDED_BY(lock) = {}; // L
+	uint64_t last_progress_ns GUARDED_BY(lock) = 0;   // L
+	int next_worker_id GUARDED_BY(lock) = 0;          // L
 	int max_workers = 0;             // I: 0 = unlimited (BH pools: 1)
-	uint64_t create_fail_until_ns = 0; // L: cooldown after a failed creation
-	bool creating = false;           // L
+	uint64_t create_fail_until_ns GUARDED_BY(lock) = 0; // L: cooldown after a failed creation
+	bool creating GUARDED_BY(lock) = false;           // L
 	timer_list idle_timer{};         // T
 	timer_list mayday_timer{};       // T
 	// The mayday timer is armed (or its callback runs and may re-arm it):

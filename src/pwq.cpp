@@ -98,7 +98,7 @@ bool pwq_tryinc_nr_active(pool_workqueue *pwq, bool fill)
 	return false;
 }
 
-void move_linked_works(work_struct *work, list_head *head)
+void move_linked_works(worker_pool *, work_struct *work, list_head *head)
 {
 	list_head *e = &work->entry;
 	for (;;) {
@@ -111,12 +111,12 @@ void move_linked_works(work_struct *work, list_head *head)
 	}
 }
 
-static void pwq_activate_work(pool_workqueue *pwq, work_struct *work)
+static void pwq_activate_work(pool_workqueue *pwq, work_struct *work) REQUIRES(pwq->pool->lock)
 {
 	worker_pool *pool = pwq->pool;
 	if (list_empty(&pool->worklist))
 		pool->last_progress_ns = now_ns();
-	move_linked_works(work, &pool->worklist);
+	move_linked_works(pwq->pool, work, &pool->worklist);
 	// A load and a store, not a locked fetch_and (the per-CPU fan-out runs
 	// 15% faster, docs/benchmarks.md section 20): while the item is queued
 	// its word changes only under this lock, apart from queuers' fetch_or
@@ -250,8 +250,6 @@ void node_activate_pending(pool_workqueue *pwq, wq_node_nr_active *nna, deferred
 		return;
 	}
 }
-
-static void flush_color_done(workqueue_struct *wq);
 
 // A pwq's count of some color reached zero while someone flushes: the
 // flushers re-scan (they advance flush_color themselves).

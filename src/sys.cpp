@@ -1,6 +1,7 @@
 // sys.cpp - the engine's platform layer: clocks, the futex wait and wake
 // (the only place that issues the system call), the one way a sleeping
-// worker is woken, CPU affinity and nice, function names and warnings.
+// worker is woken, CPU affinity and nice, the process's CPUs and topology,
+// the parameter values, function names and warnings.
 // Kept apart from the policy so that a change of mechanism (how a worker
 // sleeps and is woken) touches one file; the policy stays in pool.cpp.
 #include "engine.h"

@@ -191,7 +191,7 @@ static int try_to_grab_pending(work_struct *work, unsigned cflags)
 		if (data & WORK_STRUCT_INACTIVE) {
 			if (list_empty(&pool->worklist))
 				pool->last_progress_ns = now_ns();
-			move_linked_works(work, &pool->worklist);
+			move_linked_works(pool, work, &pool->worklist);
 		}
 		list_del_init(&work->entry);
 		__atomic_store_n(&work->data,

@@ -57,10 +57,10 @@ bool assign_work(work_struct *work, worker *w)
 	worker_pool *pool = w->pool;
 	worker *collision = find_worker_executing_work(pool, work);
 	if (collision) {
-		move_linked_works(work, &collision->scheduled);
+		move_linked_works(pool, work, &collision->scheduled);
 		return false;
 	}
-	move_linked_works(work, &w->scheduled);
+	move_linked_works(pool, work, &w->scheduled);
 	return true;
 }
 
