@@ -145,6 +145,7 @@ std::vector<param> &table()
 		v->push_back(bool_param("cmwq.wake_under_lock", p.wake_under_lock));
 		v->push_back(bool_param("cmwq.unbound_local_wake", p.unbound_local_wake));
 		v->push_back(bool_param("cmwq.warn_migration", p.warn_migration));
+		v->push_back(bool_param("cmwq.panic_on_warn", p.panic_on_warn));
 		v->push_back(bool_param("cmwq.unbound_returning_takes", p.unbound_returning_takes));
 		v->push_back({"cmwq.debug_objects", "Y, N, 1, 0", true,
 			      [] { return std::string(debug_objects_on() ? "Y" : "N"); },

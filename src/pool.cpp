@@ -59,6 +59,7 @@ void hash_del(worker_pool *pool, worker *w)
 
 void worker_set_flags(worker *w, unsigned f)
 {
+	w->pool->lock.assert_held();
 	if ((f & WORKER_NOT_RUNNING) && !(w->flags & WORKER_NOT_RUNNING))
 		w->pool->nr_running--;
 	w->flags |= f;
@@ -66,6 +67,7 @@ void worker_set_flags(worker *w, unsigned f)
 
 void worker_clr_flags(worker *w, unsigned f)
 {
+	w->pool->lock.assert_held();
 	unsigned old = w->flags;
 	w->flags &= ~f;
 	if ((f & WORKER_NOT_RUNNING) && (old & WORKER_NOT_RUNNING) && !(w->flags & WORKER_NOT_RUNNING))
@@ -86,8 +88,13 @@ static void idle_timer_fn(timer_list *t);
 void worker_enter_idle(worker *w)
 {
 	worker_pool *pool = w->pool;
+	w->pool->lock.assert_held();
+	if (WQ_WARN_ON_ONCE(w->flags & WORKER_IDLE))
+		return;
 	w->flags |= WORKER_IDLE;
 	pool->nr_idle++;
+	// Every worker idle, yet some counted as running: nr_running drifted.
+	WQ_WARN_ON_ONCE(pool->nr_workers == pool->nr_idle && pool->nr_running);
 	// A worker going idle read the clock when its last item ended.
 	w->last_active_ns = w->clock_ns ? w->clock_ns : now_ns();
 	list_add(&w->entry, &pool->idle_list);
@@ -99,6 +106,9 @@ void worker_enter_idle(worker *w)
 void worker_leave_idle(worker *w)
 {
 	worker_pool *pool = w->pool;
+	w->pool->lock.assert_held();
+	if (WQ_WARN_ON_ONCE(!(w->flags & WORKER_IDLE)))
+		return;
 	w->flags &= ~WORKER_IDLE;
 	pool->nr_idle--;
 	list_del_init(&w->entry);
@@ -111,6 +121,7 @@ void worker_leave_idle(worker *w)
 // worker is on its way.
 bool kick_pool(worker_pool *pool, deferred &d)
 {
+	pool->lock.assert_held();
 	if (!need_more_worker(pool->counts()))
 		return false;
 	// A worker of a kernel-mode unbound pool has finished its item and

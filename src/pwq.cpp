@@ -22,10 +22,18 @@ worker_pool *get_work_pool(work_struct *work)
 	return get_pool_by_id(id);
 }
 
-static void get_pwq(pool_workqueue *pwq) REQUIRES(pwq->pool->lock) { pwq->refcnt++; }
+static void get_pwq(pool_workqueue *pwq) REQUIRES(pwq->pool->lock)
+{
+	pwq->pool->lock.assert_held();
+	WQ_WARN_ON_ONCE(pwq->refcnt <= 0); // a released pwq gains no reference
+	pwq->refcnt++;
+}
 
 static void put_pwq(pool_workqueue *pwq, deferred &d) REQUIRES(pwq->pool->lock)
 {
+	pwq->pool->lock.assert_held();
+	if (WQ_WARN_ON_ONCE(pwq->refcnt <= 0))
+		return;
 	if (--pwq->refcnt)
 		return;
 	pwq->released = true;
@@ -98,8 +106,9 @@ bool pwq_tryinc_nr_active(pool_workqueue *pwq, bool fill)
 	return false;
 }
 
-void move_linked_works(worker_pool *, work_struct *work, list_head *head)
+void move_linked_works(worker_pool *pool, work_struct *work, list_head *head)
 {
+	pool->lock.assert_held();
 	list_head *e = &work->entry;
 	for (;;) {
 		list_head *next = e->next;
@@ -114,6 +123,7 @@ void move_linked_works(worker_pool *, work_struct *work, list_head *head)
 static void pwq_activate_work(pool_workqueue *pwq, work_struct *work) REQUIRES(pwq->pool->lock)
 {
 	worker_pool *pool = pwq->pool;
+	pwq->pool->lock.assert_held();
 	if (list_empty(&pool->worklist))
 		pool->last_progress_ns = now_ns();
 	move_linked_works(pwq->pool, work, &pool->worklist);
@@ -171,6 +181,7 @@ bool node_activate_handoff(pool_workqueue *pwq, wq_node_nr_active *nna, deferred
 
 static void pwq_dec_nr_active(pool_workqueue *pwq, deferred &d) REQUIRES(pwq->pool->lock)
 {
+	WQ_WARN_ON_ONCE(pwq->nr_active <= 0);
 	pwq->nr_active--;
 	wq_node_nr_active *nna = pwq_nna(pwq);
 	if (!nna) {
@@ -270,6 +281,7 @@ void pwq_dec_nr_in_flight(pool_workqueue *pwq, unsigned long data, deferred &d)
 	// once destroy_workqueue has taken this pool's lock no worker still
 	// touches the workqueue. A flusher that scanned this pwq before this
 	// completion had raised nr_flushers before its scan took this lock.
+	WQ_WARN_ON_ONCE(pwq->nr_in_flight_color[color] <= 0 || pwq->nr_in_flight <= 0);
 	if (--pwq->nr_in_flight_color[color] == 0 && wq->nr_flushers.load(std::memory_order_seq_cst) > 0)
 		flush_color_done(wq);
 	pwq->nr_in_flight--;
@@ -278,6 +290,7 @@ void pwq_dec_nr_in_flight(pool_workqueue *pwq, unsigned long data, deferred &d)
 
 void insert_work(pool_workqueue *pwq, work_struct *work, list_head *head, unsigned long extra)
 {
+	pwq->pool->lock.assert_held();
 	__atomic_store_n(&work->data,
 			 reinterpret_cast<unsigned long>(pwq) | WORK_STRUCT_PENDING | WORK_STRUCT_PWQ | extra,
 			 __ATOMIC_RELEASE);

@@ -527,6 +527,22 @@ void warn_once_msg(const std::string &key, const std::string &msg)
 		log_text(LOG_WARNING, msg);
 }
 
+bool warn_on_once(const char *func, const char *cond, const char *file, int line)
+{
+	const char *base = strrchr(file, '/');
+	base = base ? base + 1 : file;
+	char key[160];
+	snprintf(key, sizeof(key), "warn-on-%s:%d", base, line);
+	warn_once_msg(key, std::string("cmwq: WARNING: ") + func + "(): " + cond + " (" + base + ":" +
+				   std::to_string(line) + "); the engine's state is not what this code expects: "
+				   "please report it with the state dump (cmwq_dump)");
+	if (params().panic_on_warn.load(std::memory_order_relaxed)) {
+		log_text(LOG_CRIT, "cmwq: cmwq.panic_on_warn=1: aborting");
+		abort();
+	}
+	return true;
+}
+
 namespace {
 struct log_state {
 	mutex lock;                // taken with any engine lock held: a leaf

@@ -336,6 +336,8 @@ static void *worker_thread(void *arg)
 			goto sleep;
 		if (!may_start_working(pool->counts()) && manage_workers(w))
 			goto recheck;
+		// Only a worker about to run items fills its scheduled list.
+		WQ_WARN_ON_ONCE(!list_empty(&w->scheduled));
 		worker_clr_flags(w, WORKER_PREP);
 		do {
 			work_struct *work = entry_work(pool->worklist.next);

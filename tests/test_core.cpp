@@ -7,6 +7,8 @@
 
 #include <cmwq/linux/delay.h>
 #include <cmwq/linux/workqueue.h>
+#include <cmwq/log.h>
+#include <cmwq/params.h>
 #include <cmwq/stats.h>
 #include <cmwq/workqueue.hpp>
 
@@ -14,8 +16,12 @@
 #include "test_util.hpp"
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <chrono>
 #include <latch>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
@@ -91,6 +97,58 @@ TEST(pool_mutex, excludes_and_wakes_sleepers_under_contention)
 	for (auto &t : ts)
 		t.join();
 	EXPECT_EQ(counter, long(threads) * rounds);
+}
+
+// ---- run-time checks ------------------------------------------------------------
+
+// The kernel's WARN_ON_ONCE sanity checks and lockdep_assert_held fire in
+// every build: a worker entering idle twice and a pool lock asserted but not
+// held each give one message through the log handler, naming the function
+// and the condition, once per site; the broken call changes nothing.
+// (The rest of the suite runs with cmwq.panic_on_warn=1, tests/CMakeLists.txt:
+// a check that fires there fails the test.)
+TEST(warn_on_once, a_broken_invariant_is_reported_once_naming_function_and_condition)
+{
+	char was[8] = "";
+	ASSERT_EQ(cmwq_param_get("cmwq.panic_on_warn", was, sizeof(was)), 0);
+	if (const char *env = getenv("CMWQ_PARAMS"); env && strstr(env, "cmwq.panic_on_warn=1")) {
+		EXPECT_TRUE(was[0] == '1' || was[0] == 'Y') << "CMWQ_PARAMS did not turn it on: " << was;
+	}
+	ASSERT_EQ(cmwq_param_set("cmwq.panic_on_warn", "0"), 0);
+	static std::vector<std::string> lines;
+	static std::mutex lines_lock;
+	cmwq_set_log_handler(
+		[](int, const char *msg, void *) {
+			std::lock_guard lk(lines_lock);
+			lines.emplace_back(msg);
+		},
+		nullptr);
+	auto pool = std::make_unique<d::worker_pool>();
+	d::worker w;
+	w.pool = pool.get();
+	d::INIT_LIST_HEAD(&w.entry);
+	pool->lock.lock();
+	pool->nr_workers = 1;
+	pool->nr_idle = 1;
+	w.flags = d::WORKER_IDLE;
+	d::worker_enter_idle(&w); // already idle
+	d::worker_enter_idle(&w); // the same site again: no second message
+	EXPECT_EQ(pool->nr_idle, 1) << "the broken call changed the counts";
+	pool->lock.unlock();
+	pool->lock.assert_held(); // not held
+	cmwq_set_log_handler(nullptr, nullptr);
+	cmwq_param_set("cmwq.panic_on_warn", was);
+	std::lock_guard lk(lines_lock);
+	int idle = 0, held = 0;
+	for (auto &l : lines) {
+		if (l.find("cmwq: WARNING: worker_enter_idle(): w->flags & WORKER_IDLE (pool.cpp:") == 0)
+			idle++;
+		if (l.find("!pool_mutex::held()") != std::string::npos &&
+		    l.find("TestBody") != std::string::npos)
+			held++;
+	}
+	EXPECT_EQ(idle, 1) << testing::PrintToString(lines);
+	EXPECT_EQ(held, 1) << testing::PrintToString(lines);
 }
 
 // ---- the item clock --------------------------------------------------------------
