@@ -183,6 +183,12 @@ task<R> submit_named(workqueue_struct *wq, const char *type_label, const std::st
 // and returns the value or rethrows what the callable threw; it consumes
 // the task. Dropping a task does not cancel it: it still runs.
 //
+// Memory ordering: what the caller stored before submit() is visible to the
+// callable when it runs (submit queues a work item: queue_work's rule); what
+// the callable stored, and its result, are visible to the thread whose
+// get() or wait() returns, and to a coroutine resumed by co_await on the
+// task. cancel() that returns true guarantees the callable never runs.
+//
 // As a coroutine type, a task<R> starts at once on the calling thread and
 // runs until its first suspension (co_await resume_on(wq) moves it onto a
 // workqueue); co_await on a task resumes the awaiting coroutine on the thread

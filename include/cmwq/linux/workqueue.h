@@ -331,7 +331,20 @@ void cmwq_init(void);
 
 /* ---- queueing (any context; never sleeps) --------------------------------- */
 
-/* true if queued; false if it was already pending or is disabled. */
+/*
+ * true if queued; false if it was already pending or is disabled.
+ *
+ * Memory ordering (as the kernel's queue_work): when it returns true, every
+ * store the caller made before the call is visible to the work function
+ * when it runs. When it returns false because the item was pending, the
+ * stores are visible to the pending instance: it has not started yet, or
+ * it has, and then the item is queued again; an event is never lost. For
+ * example, with x = 0 and work reading x into r1:
+ *     x = 1; r0 = queue_work(wq, &work);
+ * r0 == true && r1 == 0 cannot happen, in the instance that r0 queued or
+ * in a later one. The same holds for queue_delayed_work_on (from the
+ * call to the function's run, through the timer) and mod_delayed_work_on.
+ */
 bool queue_work_on(int cpu, struct workqueue_struct *wq, struct work_struct *work);
 bool queue_work_node(int node, struct workqueue_struct *wq, struct work_struct *work);
 static inline bool queue_work(struct workqueue_struct *wq, struct work_struct *work)
@@ -371,7 +384,13 @@ long work_on_cpu(int cpu, long (*fn)(void *), void *arg);
 
 /* ---- waiting and cancelling ---------------------------------------------- */
 
-/* May sleep. true if it waited for an instance, false if the item was idle. */
+/*
+ * May sleep. true if it waited for an instance, false if the item was idle.
+ * Memory ordering: every store the instance it waited for made (and the
+ * earlier instances') is visible to the caller once it returns. The same
+ * for flush_delayed_work, flush_workqueue (every item queued before the
+ * call) and drain_workqueue.
+ */
 bool flush_work(struct work_struct *work);
 bool flush_delayed_work(struct delayed_work *dwork);
 /* Legacy: flushes system_percpu_wq, where schedule_work() queues, after one
@@ -387,7 +406,13 @@ void drain_workqueue(struct workqueue_struct *wq);
 /* Never sleeps (may spin briefly then yield). true if a pending instance was removed. */
 bool cancel_work(struct work_struct *work);
 bool cancel_delayed_work(struct delayed_work *dwork);
-/* May sleep: also waits for a running instance. true if it was pending. */
+/*
+ * May sleep: also waits for a running instance. true if it was pending.
+ * Memory ordering: once it returns, no instance runs (until the item is
+ * queued again) and every store of an instance that ran is visible to the
+ * caller; an instance removed before it started made none. The same for
+ * cancel_delayed_work_sync and disable_work_sync.
+ */
 bool cancel_work_sync(struct work_struct *work);
 bool cancel_delayed_work_sync(struct delayed_work *dwork);
 bool disable_work(struct work_struct *work);
