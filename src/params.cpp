@@ -56,12 +56,12 @@ struct param {
 
 template <class T>
 param uint_param(const char *name, const char *accepted, std::atomic<T> &v, unsigned long max,
-		 bool rw = true)
+		 bool rw = true, unsigned long min_nonzero = 0)
 {
 	return {name, accepted, rw, [&v] { return std::to_string(v.load()); },
-		[&v, max](const std::string &s) {
+		[&v, max, min_nonzero](const std::string &s) {
 			unsigned long x;
-			if (!parse_ulong(s, max, x))
+			if (!parse_ulong(s, max, x) || (x && x < min_nonzero))
 				return -EINVAL;
 			v.store(static_cast<T>(x));
 			return 0;
@@ -163,7 +163,7 @@ std::vector<param> &table()
 		v->push_back(uint_param("cmwq.unbound_idle_spin_ns", "an integer of nanoseconds, at most 1000000 (0: sleep at once)",
 					p.unbound_idle_spin_ns, 1000000ul));
 		v->push_back(uint_param("cmwq.blocked_sample_us", "an integer of microseconds >= 50 (0 disables)",
-					p.blocked_sample_us, 1000000ul));
+					p.blocked_sample_us, 1000000ul, true, 50));
 		v->push_back(uint_param("cmwq.blocked_window_us", "an integer of microseconds",
 					p.blocked_window_us, 10000000ul));
 		v->push_back(uint_param("cmwq.block_event_idle_runs",

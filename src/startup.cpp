@@ -86,8 +86,9 @@ void ensure_started()
 		__atomic_store_n(&started, true, __ATOMIC_RELEASE);
 		create_system_workqueues();
 		fork_handlers_install();
-		if (params().control.load())
-			cmwq_control_start();
+		// A failed start said why; the parameter reads back what is in effect.
+		if (params().control.load() && cmwq_control_start() != 0)
+			params().control.store(false);
 	});
 }
 

@@ -480,3 +480,50 @@ TEST(bad_input, percent_n_in_a_name_format_is_refused_and_writes_nothing)
 	EXPECT_EQ(seen, "q  7%42zaba  |");
 	destroy_workqueue(wq);
 }
+
+// Parameters refuse what their description refuses and read back what is
+// in effect: cmwq.blocked_sample_us has a documented minimum of 50 (0
+// disables), so 1..49 are -EINVAL and the value stays.
+TEST(bad_input, parameters_refuse_values_below_their_documented_minimum)
+{
+	char was[32] = "";
+	ASSERT_EQ(cmwq_param_get("cmwq.blocked_sample_us", was, sizeof(was)), 0);
+	EXPECT_EQ(cmwq_param_set("cmwq.blocked_sample_us", "1"), -EINVAL);
+	EXPECT_EQ(cmwq_param_set("cmwq.blocked_sample_us", "49"), -EINVAL);
+	char now[32] = "";
+	ASSERT_EQ(cmwq_param_get("cmwq.blocked_sample_us", now, sizeof(now)), 0);
+	EXPECT_STREQ(now, was);
+	EXPECT_EQ(cmwq_param_set("cmwq.blocked_sample_us", "50"), 0);
+	EXPECT_EQ(cmwq_param_set("cmwq.blocked_sample_us", "0"), 0);
+	EXPECT_EQ(cmwq_param_set("cmwq.blocked_sample_us", was), 0);
+}
+
+// cmwq.control=1 in CMWQ_PARAMS whose endpoint cannot start (its directory
+// cannot be created) reads back 0: the parameter says what is in effect.
+// The check runs in a fresh process (a death test re-executes this one),
+// since the start-up path runs once per process.
+TEST(bad_input, a_control_endpoint_that_failed_at_start_reads_back_0)
+{
+	GTEST_FLAG_SET(death_test_style, "threadsafe");
+	const char *old_params = getenv("CMWQ_PARAMS");
+	std::string saved_params = old_params ? old_params : "";
+	const char *old_xdg = getenv("XDG_RUNTIME_DIR");
+	std::string saved_xdg = old_xdg ? old_xdg : "";
+	setenv("CMWQ_PARAMS", (saved_params + " cmwq.control=1").c_str(), 1);
+	setenv("XDG_RUNTIME_DIR", "/proc/cmwq-no-such-dir", 1);
+	EXPECT_EXIT(
+		{
+			char v[8] = "";
+			int rc = cmwq_param_get("cmwq.control", v, sizeof(v));
+			std::_Exit(rc == 0 && strcmp(v, "0") == 0 ? 0 : 3);
+		},
+		testing::ExitedWithCode(0), "");
+	if (old_params)
+		setenv("CMWQ_PARAMS", saved_params.c_str(), 1);
+	else
+		unsetenv("CMWQ_PARAMS");
+	if (old_xdg)
+		setenv("XDG_RUNTIME_DIR", saved_xdg.c_str(), 1);
+	else
+		unsetenv("XDG_RUNTIME_DIR");
+}
