@@ -448,6 +448,24 @@ int prepare_dir(const std::string &dir)
 	return 0;
 }
 
+// Whether a listener is behind the socket at path: a non-blocking connect
+// that succeeds, or finds the backlog full (EAGAIN: a process that listens
+// but does not accept now), is a live one; refused or gone is not. Never
+// blocks, so a listener that never accepts cannot hang the caller.
+bool socket_is_live(const char *path)
+{
+	int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return true; // cannot tell: leave it
+	sockaddr_un a{};
+	a.sun_family = AF_UNIX;
+	std::snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	int rc = ::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a));
+	int e = errno;
+	::close(fd);
+	return rc == 0 || e == EAGAIN || e == EINPROGRESS;
+}
+
 // A socket left by an earlier process that had our pid is removed; a live
 // one (another pid namespace sharing the directory) is not.
 int clear_stale(const std::string &path)
@@ -457,16 +475,8 @@ int clear_stale(const std::string &path)
 		return errno == ENOENT ? 0 : refuse("cannot stat " + path + ": " + std::strerror(errno), errno);
 	if (!S_ISSOCK(st.st_mode))
 		return refuse(path + " exists and is not a socket", EEXIST);
-	int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0) {
-		sockaddr_un a{};
-		a.sun_family = AF_UNIX;
-		std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
-		int rc = ::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a));
-		::close(fd);
-		if (rc == 0)
-			return refuse(path + " is in use by a live process", EADDRINUSE);
-	}
+	if (socket_is_live(path.c_str()))
+		return refuse(path + " is in use by a live process", EADDRINUSE);
 	if (::unlink(path.c_str()) != 0 && errno != ENOENT)
 		return refuse("cannot remove stale " + path + ": " + std::strerror(errno), errno);
 	return 0;
@@ -519,15 +529,7 @@ int remove_stale_sockets(const std::string &dir)
 			continue;
 		if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH)
 			continue; // the process exists (perhaps starting, or not ours)
-		int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			continue;
-		sockaddr_un a{};
-		a.sun_family = AF_UNIX;
-		std::snprintf(a.sun_path, sizeof(a.sun_path), "%s", path.c_str());
-		int rc = ::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a));
-		::close(fd);
-		if (rc != 0 && ::unlink(path.c_str()) == 0)
+		if (!socket_is_live(path.c_str()) && ::unlink(path.c_str()) == 0)
 			removed++;
 	}
 	::closedir(d);

@@ -289,6 +289,64 @@ TEST_F(control_endpoint, stale_socket_of_an_earlier_process_is_replaced)
 	EXPECT_EQ(c.ask("ls").status, "ok");
 }
 
+// A socket whose listener never accepts and whose backlog is full (a hung
+// process, or one that reuses a dead pid's name) must not hang the sweep
+// of stale sockets, nor a start that runs it: the probe connect never
+// blocks, and a listener found that way is live, so its socket stays. A
+// dead process's socket beside it (bound, never listened) is removed.
+TEST_F(control_endpoint, a_listener_that_never_accepts_does_not_hang_the_stale_sweep)
+{
+	ASSERT_EQ(::mkdir(dir().c_str(), 0700), 0);
+	auto dead_pid = [] {
+		pid_t p = ::fork();
+		if (p == 0)
+			::_exit(0);
+		::waitpid(p, nullptr, 0);
+		return p; // gone, and not reused this soon on a machine with free pids
+	};
+	auto bind_at = [](const std::string &path, int &fd) {
+		fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		sockaddr_un a{};
+		a.sun_family = AF_UNIX;
+		std::snprintf(a.sun_path, sizeof(a.sun_path), "%s", path.c_str());
+		return ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)) == 0;
+	};
+	std::string hung = dir() + "/" + std::to_string(dead_pid()) + ".sock";
+	std::string gone = dir() + "/" + std::to_string(dead_pid()) + ".sock";
+	int lfd = -1, gfd = -1;
+	ASSERT_TRUE(bind_at(hung, lfd));
+	ASSERT_EQ(::listen(lfd, 0), 0);
+	ASSERT_TRUE(bind_at(gone, gfd));
+	::close(gfd);
+	std::vector<int> fill; // fill the backlog: a blocking connect now waits
+	for (int i = 0; i < 4; i++) {
+		int c = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		sockaddr_un a{};
+		a.sun_family = AF_UNIX;
+		std::snprintf(a.sun_path, sizeof(a.sun_path), "%s", hung.c_str());
+		(void)::connect(c, reinterpret_cast<sockaddr *>(&a), sizeof(a));
+		fill.push_back(c);
+	}
+	std::atomic<int> removed{-100};
+	std::thread sweep([&] { removed = cmwq_control_remove_stale(); });
+	for (int i = 0; i < 1000 && removed.load() == -100; i++)
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	bool returned = removed.load() != -100;
+	if (!returned) // unblock it so the test ends: the bug is already shown
+		::close(lfd), lfd = -1;
+	sweep.join();
+	EXPECT_TRUE(returned) << "cmwq_control_remove_stale blocked on a listener that never accepts";
+	EXPECT_EQ(removed.load(), 1) << "only the dead process's socket goes";
+	struct stat st{};
+	EXPECT_EQ(::lstat(hung.c_str(), &st), 0) << "the live listener's socket was removed";
+	EXPECT_NE(::lstat(gone.c_str(), &st), 0);
+	EXPECT_FALSE(start().empty()) << "start sweeps too and must return";
+	for (int c : fill)
+		::close(c);
+	if (lfd >= 0)
+		::close(lfd);
+}
+
 TEST_F(control_endpoint, refuses_directory_open_to_group_or_others)
 {
 	ASSERT_EQ(::mkdir(dir().c_str(), 0700), 0);
