@@ -112,10 +112,13 @@ void hog_report(const worker *w)
 		}
 		cnt = ++it->second;
 	}
+	// The kernel's advice is for per-CPU items; an item that already runs
+	// on an unbound (managed) pool is told what helps there.
+	const char *advice = w->pool->cpu < 0 ? "consider WQ_CPU_INTENSIVE or splitting the item"
+					      : "consider switching to WQ_UNBOUND";
 	if (thresh && cnt >= thresh && is_pow2(cnt + 1 - thresh))
-		log_printf(LOG_WARNING, "cmwq: %s hogged CPU for >%luus %llu times, consider switching to WQ_UNBOUND\n",
-			fn.c_str(), params().cpu_intensive_thresh_us.load(),
-			static_cast<unsigned long long>(cnt));
+		log_printf(LOG_WARNING, "cmwq: %s hogged CPU for >%luus %llu times, %s\n", fn.c_str(),
+			   params().cpu_intensive_thresh_us.load(), static_cast<unsigned long long>(cnt), advice);
 }
 
 static void hog_account(worker *w, pool_workqueue *pwq, uint64_t cpu_ns, bool flagged) REQUIRES(w->pool->lock)

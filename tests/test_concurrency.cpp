@@ -269,6 +269,33 @@ TEST(cpu_hog, report_line_on_the_power_of_two_schedule)
 	cmwq_param_set("workqueue.cpu_intensive_warning_thresh", "4");
 }
 
+// An item that already runs on WQ_UNBOUND (a managed unbound pool, where
+// hogs are counted) is not told to switch to WQ_UNBOUND.
+TEST(cpu_hog, an_unbound_item_is_given_advice_that_fits_it)
+{
+	ASSERT_EQ(cmwq_param_set("cmwq.unbound_concurrency", "managed"), 0);
+	ASSERT_EQ(cmwq_param_set("workqueue.cpu_intensive_thresh_us", "2000"), 0);
+	ASSERT_EQ(cmwq_param_set("workqueue.cpu_intensive_warning_thresh", "2"), 0);
+	auto *wq = alloc_workqueue("hog_unbound", WQ_UNBOUND, 0);
+	ASSERT_NE(wq, nullptr);
+	testing::internal::CaptureStderr();
+	for (int i = 0; i < 3; i++) {
+		work_struct w;
+		INIT_WORK(&w, burn_8ms_cpu);
+		queue_work(wq, &w);
+		flush_work(&w);
+	}
+	std::string err = testing::internal::GetCapturedStderr();
+	destroy_workqueue(wq);
+	cmwq_param_set("workqueue.cpu_intensive_thresh_us", "10000");
+	cmwq_param_set("workqueue.cpu_intensive_warning_thresh", "4");
+	cmwq_param_set("cmwq.unbound_concurrency", "kernel");
+	EXPECT_NE(err.find("hogged CPU for >2000us 2 times, consider WQ_CPU_INTENSIVE or splitting the item"),
+		  std::string::npos)
+		<< err;
+	EXPECT_EQ(err.find("switching to WQ_UNBOUND"), std::string::npos) << err;
+}
+
 // ---- rescuer and failing worker creation ------------------------------------------
 
 namespace {
