@@ -96,9 +96,9 @@ enum worker_flags : unsigned {
 };
 
 enum pool_flags : unsigned {
-	POOL_BH = 1 << 0,
-	POOL_MANAGER_ACTIVE = 1 << 1,
-	POOL_DISASSOCIATED = 1 << 2,
+	POOL_BH = cmwq::pool_flag_bh,
+	POOL_MANAGER_ACTIVE = cmwq::pool_flag_manager_active,
+	POOL_DISASSOCIATED = cmwq::pool_flag_disassociated,
 };
 
 // The counters the predicates look at, so they are testable without threads.
@@ -125,6 +125,9 @@ inline constexpr uint64_t MAYDAY_INTERVAL_NS = 100000000ull;      // 100 ms
 inline constexpr int RESCUER_BATCH = 16;                  // items per rescue turn
 inline constexpr int BUSY_WORKER_HASH_ORDER = 6;          // 64 busy-hash buckets
 inline constexpr int MAX_DEFERRED_WAKES = 4;              // wakes one locked section defers
+inline constexpr int MAX_DEFERRED_RELEASES = 2;           // pwq releases one locked section defers
+inline constexpr int MAX_DEFERRED_ACTIVATIONS = 2;        // node-slot hand-offs to other pools it defers
+inline constexpr int WAKE_AFFINE_SCAN = 4;                // recently idle workers kick_pool looks at for this CPU
 inline bool too_many_workers(const pool_counts &c)
 {
 	int idle = c.nr_idle + (c.manager_active ? 1 : 0);
@@ -449,10 +452,10 @@ struct deferred {
 	worker *wake[MAX_DEFERRED_WAKES];
 	int nr_wake = 0;
 	worker_pool *create = nullptr;
-	pool_workqueue *release[2];
+	pool_workqueue *release[MAX_DEFERRED_RELEASES];
 	int nr_release = 0;
-	pool_workqueue *activate[2]; // pwqs of other pools that may take a freed slot
-	wq_node_nr_active *activate_nna[2]; // ... of this node
+	pool_workqueue *activate[MAX_DEFERRED_ACTIVATIONS]; // pwqs of other pools that may take a freed slot
+	wq_node_nr_active *activate_nna[MAX_DEFERRED_ACTIVATIONS]; // ... of this node
 	int nr_activate = 0;
 	// A worker of this pool is finishing an item and looks at the worklist
 	// again before it sleeps: an item it activates needs no wakeup (the

@@ -148,7 +148,7 @@ bool kick_pool(worker_pool *pool, deferred &d)
 		// wake-affine choice, which user space has to make itself).
 		cpu = sched_getcpu();
 		int n = 0;
-		for (list_head *e = pool->idle_list.next; e != &pool->idle_list && n < 4; e = e->next, n++) {
+		for (list_head *e = pool->idle_list.next; e != &pool->idle_list && n < WAKE_AFFINE_SCAN; e = e->next, n++) {
 			worker *c = container_of(e, worker, entry);
 			if (c->last_cpu == cpu && !c->kicked) {
 				w = c;

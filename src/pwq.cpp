@@ -247,7 +247,7 @@ void node_activate_pending(pool_workqueue *pwq, wq_node_nr_active *nna, deferred
 			if (activated || nna_full(nna))
 				return;
 			continue; // it had nothing (cancelled): try the next waiter
-		} else if (d.nr_activate < 2) {
+		} else if (d.nr_activate < MAX_DEFERRED_ACTIVATIONS) {
 			// Activated after our lock is dropped; busy_refs keeps the
 			// workqueue (and so the pwq) from being freed meanwhile.
 			next->wq->busy_refs.fetch_add(1, std::memory_order_acq_rel);

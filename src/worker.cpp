@@ -121,6 +121,39 @@ void hog_report(const worker *w)
 			   params().cpu_intensive_thresh_us.load(), static_cast<unsigned long long>(cnt), advice);
 }
 
+// CPU time without a system call per item (thread CPU clocks have no vDSO
+// path; the kernel samples on the tick instead): an item shorter than
+// SHORT_ITEM_NS of wall time is charged its wall time; a longer one reads
+// the thread's CPU clock and is charged what the thread used since the last
+// read minus what short items were charged. The baseline is re-read every
+// CPU_REBASE_ITEMS short items, so the loop's own overhead that a long item
+// may absorb (~0.2 us per short item) stays far below the hog threshold;
+// the read is a system call (1.4-2.6 us in a VM), which every 64 items cost
+// the per-CPU fan-out ~30 ns per item. Returns the item's CPU time.
+static constexpr uint64_t SHORT_ITEM_NS = 50000;
+static constexpr int CPU_REBASE_ITEMS = 1024;
+
+static uint64_t charge_cpu_time(worker *w, uint64_t wall)
+{
+	if (wall >= SHORT_ITEM_NS) {
+		uint64_t c = thread_cpu_ns();
+		uint64_t since = c - w->cpu_clock_last;
+		w->cpu_clock_last = c;
+		uint64_t cpu = since > w->cpu_charged ? since - w->cpu_charged : 0;
+		w->cpu_charged = 0;
+		w->nr_short = 0;
+		return cpu;
+	}
+	if (++w->nr_short >= CPU_REBASE_ITEMS) {
+		w->cpu_clock_last = thread_cpu_ns();
+		w->cpu_charged = 0;
+		w->nr_short = 0;
+	} else {
+		w->cpu_charged += wall;
+	}
+	return wall;
+}
+
 static void hog_account(worker *w, pool_workqueue *pwq, uint64_t cpu_ns, bool flagged) REQUIRES(w->pool->lock)
 {
 	uint64_t thresh = params().cpu_intensive_thresh_us.load() * 1000ull;
@@ -198,15 +231,6 @@ static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES
 	}
 	if (!pool->strict && !w->rescuer)
 		worker_repatriate(w);
-	// CPU time without a system call per item (thread CPU clocks have no
-	// vDSO path; the kernel samples on the tick instead): an item shorter
-	// than 50 us of wall time is charged its wall time; a longer one reads
-	// the thread's CPU clock and is charged what the thread used since the
-	// last read minus what short items were charged. The baseline is re-read
-	// every 1024 short items, so the loop's own overhead that a long item may
-	// absorb (~0.2 us per short item) stays far below the hog threshold; the
-	// read is a system call (1.4-2.6 us in a VM), so every 64 items cost the
-	// per-CPU fan-out ~30 ns per item.
 	uint64_t t0 = w->current_start_ns;
 	CMWQ_PROBE3(workqueue_execute_start, work, fn, w->current_name[0] ? w->current_name : nullptr);
 	// The block detector counts only switches inside the function: a
@@ -216,22 +240,7 @@ static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES
 	w->in_item.store(false, std::memory_order_relaxed);
 	CMWQ_PROBE2(workqueue_execute_end, work, fn);
 	w->clock_ns = worker_clock_ns(w);
-	uint64_t wall = w->clock_ns - t0;
-	uint64_t cpu = wall;
-	if (wall >= 50000) {
-		uint64_t c = thread_cpu_ns();
-		uint64_t since = c - w->cpu_clock_last;
-		cpu = since > w->cpu_charged ? since - w->cpu_charged : 0;
-		w->cpu_clock_last = c;
-		w->cpu_charged = 0;
-		w->nr_short = 0;
-	} else if (++w->nr_short >= 1024) {
-		w->cpu_clock_last = thread_cpu_ns();
-		w->cpu_charged = 0;
-		w->nr_short = 0;
-	} else {
-		w->cpu_charged += wall;
-	}
+	uint64_t cpu = charge_cpu_time(w, w->clock_ns - t0);
 
 	if (counts_return)
 		pool->nr_returning.fetch_add(1, std::memory_order_relaxed);

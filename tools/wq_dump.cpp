@@ -29,7 +29,7 @@
 
 namespace {
 
-constexpr unsigned pool_flag_bh = 1; // the kernel's POOL_BH
+using cmwq::pool_flag_bh;
 
 const char *const usage =
 	"usage: wq_dump [-j|--json] [--topology-only] [--cpulist] [--sysfs-root DIR]\n";

@@ -32,8 +32,14 @@ struct pool_info {
 	int nr_running = 0;        // concurrency-managed workers counted running
 	int nr_pending = 0;        // items on the worklist
 	double hung_s = 0;         // seconds since progress while items wait
-	unsigned flags = 0;
+	unsigned flags = 0;        // pool_flag_* (the kernel's POOL_*)
 };
+
+// pool_info::flags: the kernel's POOL_BH, POOL_MANAGER_ACTIVE and
+// POOL_DISASSOCIATED, with their values.
+inline constexpr unsigned pool_flag_bh = 1u << 0;
+inline constexpr unsigned pool_flag_manager_active = 1u << 1;
+inline constexpr unsigned pool_flag_disassociated = 1u << 2;
 
 struct workqueue_info {
 	std::string name;
