@@ -149,6 +149,10 @@ void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *));
 bool timer_add_if_idle(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *));
 // Context: no lock. Starts the timer thread if an earlier start failed.
 void timer_retry_start();
+// Context: no lock. Starts the timer thread now unless it runs (whatever
+// an earlier failure's cooldown says): 0, or the error, with no message.
+// A WQ_MEM_RECLAIM workqueue needs it: its pools' mayday timer runs there.
+int timer_thread_start();
 // Context: as timer_add. true if t was armed and is now removed.
 bool timer_remove(timer_list *t);
 // The kernel timer API (<cmwq/linux/timer.h>, ktimer.cpp). Context: any

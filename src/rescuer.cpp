@@ -140,6 +140,18 @@ void *rescuer_thread(void *arg)
 
 bool rescuer_start(workqueue_struct *wq)
 {
+	// The rescuer is summoned by its pools' mayday timer, which runs on the
+	// timer thread: without it the rescuer would never be called, and the
+	// forward-progress guarantee would be missing as surely as without the
+	// rescuer. So the timer thread is started first, and its failure
+	// refuses the workqueue as the rescuer's does.
+	if (int err = timer_thread_start()) {
+		// Per workqueue: the timer's own message may have been printed already.
+		warn_once_msg("reclaim-timer-" + wq->name,
+			      "cmwq: cannot start the timer thread: " + std::string(strerror(err)) + "; workqueue " +
+				      wq->name + " (WQ_MEM_RECLAIM) is not created: its rescuer is summoned from there");
+		return false;
+	}
 	auto *r = new worker;
 	INIT_LIST_HEAD(&r->entry);
 	INIT_LIST_HEAD(&r->scheduled);

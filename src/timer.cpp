@@ -197,6 +197,21 @@ bool timer_add_if_idle(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list
 	return true;
 }
 
+int timer_thread_start()
+{
+	auto &b = tb();
+	lock_guard lk(b.lock);
+	if (b.started)
+		return 0;
+	if (int err = spawn_thread(CMWQ_THREAD_TIMER, timer_thread, nullptr)) {
+		b.retry_ns = now_ns() + CREATE_COOLDOWN_NS;
+		return err;
+	}
+	b.started = true;
+	b.cv.notify_one();
+	return 0;
+}
+
 void timer_retry_start()
 {
 	auto &b = tb();

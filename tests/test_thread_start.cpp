@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <string>
+#include <vector>
 
 using namespace std::chrono_literals;
 
@@ -55,22 +56,58 @@ TEST(thread_start, delayed_work_is_kept_when_the_timer_thread_cannot_start)
 
 TEST(thread_start, reclaim_workqueue_is_not_created_without_its_rescuer)
 {
+	// Each test runs in a process of its own: no timer thread yet. A
+	// WQ_MEM_RECLAIM workqueue starts it first (its mayday timer runs
+	// there), so the first injected failure is the timer thread's.
 	ASSERT_EQ(cmwq_param_set("cmwq.fail_thread_creation", "1"), 0);
 	testing::internal::CaptureStderr();
-	workqueue_struct *wq = alloc_workqueue("t_norescuer", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	workqueue_struct *wq = alloc_workqueue("t_notimer", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	std::string err = testing::internal::GetCapturedStderr();
 	EXPECT_EQ(wq, nullptr);
-	EXPECT_NE(err.find("cannot start the rescuer thread"), std::string::npos) << err;
-	EXPECT_NE(err.find("t_norescuer"), std::string::npos) << err;
+	EXPECT_NE(err.find("cannot start the timer thread"), std::string::npos) << err;
+	EXPECT_NE(err.find("t_notimer"), std::string::npos) << err;
 	// The injection was used up: the next one is created and has a rescuer.
 	wq = alloc_workqueue("t_rescuer", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	ASSERT_NE(wq, nullptr);
+	// With the timer thread running, the next failure is the rescuer's.
+	ASSERT_EQ(cmwq_param_set("cmwq.fail_thread_creation", "1"), 0);
+	testing::internal::CaptureStderr();
+	workqueue_struct *none = alloc_workqueue("t_norescuer", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	err = testing::internal::GetCapturedStderr();
+	EXPECT_EQ(none, nullptr);
+	EXPECT_NE(err.find("cannot start the rescuer thread"), std::string::npos) << err;
+	EXPECT_NE(err.find("t_norescuer"), std::string::npos) << err;
 	work_struct w;
 	INIT_WORK(&w, count_fn);
 	int before = ran.load();
 	queue_work(wq, &w);
 	flush_work(&w);
 	EXPECT_EQ(ran.load(), before + 1);
+	destroy_workqueue(wq);
+}
+
+// Forward progress at a cold start: no worker can ever be created, so every
+// item of a per-CPU WQ_MEM_RECLAIM workqueue, on every CPU, runs through its
+// rescuer, summoned by the mayday timer whose thread the workqueue started.
+TEST(thread_start, reclaim_items_on_every_cpu_run_when_no_worker_can_start)
+{
+	ASSERT_EQ(cmwq_param_set("cmwq.fail_worker_creation", "-1"), 0);
+	workqueue_struct *wq = alloc_workqueue("t_cold_reclaim", WQ_PERCPU | WQ_MEM_RECLAIM, 0);
+	ASSERT_NE(wq, nullptr);
+	std::vector<int> cpus;
+	unsigned c;
+	for_each_online_cpu(c)
+		cpus.push_back(static_cast<int>(c));
+	ASSERT_FALSE(cpus.empty());
+	std::vector<work_struct> items(cpus.size() * 12);
+	int before = ran.load();
+	for (size_t i = 0; i < items.size(); i++) {
+		INIT_WORK(&items[i], count_fn);
+		EXPECT_TRUE(queue_work_on(cpus[i / 12], wq, &items[i]));
+	}
+	EXPECT_TRUE(wait_until([&] { return ran.load() == before + static_cast<int>(items.size()); }, 20000ms))
+		<< ran.load() - before << " of " << items.size() << " ran";
+	ASSERT_EQ(cmwq_param_set("cmwq.fail_worker_creation", "0"), 0);
 	destroy_workqueue(wq);
 }
 
