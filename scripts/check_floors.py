@@ -94,7 +94,7 @@ for f in files:
             calls[(f, name, to, callee)] += 1
 
 for (f, fn, to, callee), n in sorted(calls.items()):
-    up = floors.get(to, 0) > floors.get(f, 0)
+    up = floors.get(to, 0) > floors.get(f, 0)  # a file on no floor is reported above
     if verbose:
         print(f'{f}:{fn} -> {to}:{callee}{"  UP" if up else ""}')
     if not up:
@@ -103,7 +103,7 @@ for (f, fn, to, callee), n in sorted(calls.items()):
         allowed[(f, callee)] = True
     else:
         problems.append(f'{f}:{fn}() calls {callee}() of {to}, a higher floor '
-                        f'({floors[f]} -> {floors[to]}), and engine.h does not name it')
+                        f'({floors.get(f)} -> {floors.get(to)}), and engine.h does not name it')
 for (f, callee), used in allowed.items():
     if not used:
         problems.append(f'engine.h names "up: {f} -> {callee}", but there is no such upward call')
@@ -182,5 +182,5 @@ for p in problems:
 if problems:
     sys.exit(1)
 print(f'check_floors: {len(files)} files on {len(set(floors.values()))} floors; '
-      f'{sum(1 for k in calls if floors[k[2]] > floors[k[0]])} upward calls, each named in engine.h; '
+      f'{sum(1 for k in calls if floors.get(k[2], 0) > floors.get(k[0], 0))} upward calls, each named in engine.h; '
       f'{declared} declarations, each under its file and with its context')

@@ -98,6 +98,10 @@ reply handle_request(std::string_view line, backend &be);
 // The reply to a request line over max_request bytes.
 reply too_long_reply();
 
+// Appends s to out with control characters other than tab escaped as \xHH:
+// how a data line carries any text (also the "stats" lines' names).
+void append_escaped(std::string &out, std::string_view s);
+
 // "EINVAL" for EINVAL (positive or negative); "E<n>" for numbers without a
 // name here, valid until the calling thread's next call.
 const char *errno_name(int err) noexcept;

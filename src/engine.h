@@ -15,7 +15,8 @@
 //   9  compat.cpp, ktimer.cpp, rcu_work.cpp    built on the core: the rest of the kernel API
 //   9  introspect.cpp, sysfs.cpp, params.cpp   looking and tuning
 //   10 startup.cpp, fork.cpp                the library's life: they call into every floor
-//   10 control.cpp, control_proto.cpp       the control endpoint (a client of the public API)
+//   10 control.cpp, control_proto.cpp       the control endpoint (a client of the public API) and
+//   10 control_verbs.cpp, control_metrics.cpp   its protocol: framing, requests, counters as text
 // Calls that go up, each named here:
 //   up: worker.cpp -> monitor_start         the monitor starts with the first worker
 //   up: timer.cpp -> monitor_start          a timer thread that cannot start is retried by the monitor
@@ -451,7 +452,15 @@ void fork_handlers_install();
 
 // ---- control_proto.cpp ------------------------------------------------------
 
-// Declares nothing here: control_proto.h (the protocol, no engine state).
+// Declares nothing here: control_proto.h (the protocol's framing, no engine state).
+
+// ---- control_verbs.cpp ------------------------------------------------------
+
+// Declares nothing here: control_proto.h (parse_request, handle_request).
+
+// ---- control_metrics.cpp ----------------------------------------------------
+
+// Declares nothing here: control_proto.h (render_metrics, render_stats).
 
 } // namespace cmwq::detail
 
