@@ -5,13 +5,18 @@
 // cancel_sync (plain and delayed), flush_work and flush_delayed_work,
 // flush_workqueue, set_max_active, apply_workqueue_attrs (nice, cpumask,
 // scope, strict), freeze and thaw, alloc/queue/drain/destroy of scratch
-// workqueues, and switching the unbound pools' mode (kernel and managed
-// concurrency, the local wake on and off). Runs for CMWQ_STRESS_SECONDS
-// (default 4).
+// workqueues, switching the unbound pools' mode (kernel and managed
+// concurrency, the local wake on and off) and the block detector (perf,
+// sample, off, auto), the kernel timer API (mod_timer, timer_delete,
+// timer_delete_sync: every arming fires once or is deleted once) and C++
+// tasks (submit, cancel, dropped: every task runs once or is cancelled
+// once). Runs for CMWQ_STRESS_SECONDS (default 4).
 #include <gtest/gtest.h>
 
+#include <cmwq/linux/timer.h>
 #include <cmwq/linux/workqueue.h>
 #include <cmwq/params.h>
+#include <cmwq/task.hpp>
 
 #include "test_util.hpp"
 
@@ -38,6 +43,18 @@ void item_fn(work_struct *w)
 {
 	auto *it = container_of(to_delayed_work(w), item, dw);
 	it->runs++;
+}
+
+// A kernel timer: armed counts mod_timer calls that armed it (returned 0),
+// deleted the deletions that found it armed (returned 1).
+struct ktimer {
+	timer_list t;
+	std::atomic<long> armed{0}, fired{0}, deleted{0};
+};
+
+void ktimer_fn(timer_list *t)
+{
+	container_of(t, ktimer, t)->fired++;
 }
 
 double stress_seconds()
@@ -89,6 +106,11 @@ TEST(stress, every_operation_from_8_threads_runs_or_cancels_each_queued_item_onc
 	std::atomic<long> ops{0}, scratch_runs{0}, scratch_queued{0};
 	auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(stress_seconds());
 	int ncpu = cmwq_num_online_cpus();
+	constexpr int ntimers = 8;
+	std::vector<ktimer> timers(ntimers);
+	for (auto &kt : timers)
+		timer_setup(&kt.t, ktimer_fn, 0);
+	std::atomic<long> task_submitted{0}, task_runs{0}, task_cancelled{0};
 
 	std::vector<std::thread> ts;
 	for (int t = 0; t < 8; t++)
@@ -100,7 +122,7 @@ TEST(stress, every_operation_from_8_threads_runs_or_cancels_each_queued_item_onc
 				int k = static_cast<int>(rng() % nitems);
 				item &it = items[static_cast<size_t>(k)];
 				workqueue_struct *wq = wqs[k % nwq]; // an item stays on one workqueue
-				switch (rng() % 21) {
+				switch (rng() % 23) {
 				case 0: case 1: case 2:
 					if (queue_work(wq, &it.dw.work))
 						it.queued++;
@@ -201,7 +223,41 @@ TEST(stress, every_operation_from_8_threads_runs_or_cancels_each_queued_item_onc
 					case 7: EXPECT_EQ(cmwq_param_set("cmwq.unbound_idle_spin_ns", "20000"), 0); break;
 					default: EXPECT_EQ(cmwq_param_set("cmwq.unbound_local_wake", "1"), 0); break;
 					}
+					if (rng() % 4 == 0) {
+						// The block detector changes mode while workers run
+						// (events opened and closed, sampling on and off).
+						static const char *const modes[] = {"perf", "sample", "off", "auto"};
+						int rc = cmwq_param_set("cmwq.block_detect", modes[rng() % 4]);
+						EXPECT_TRUE(rc == 0 || rc == -EOPNOTSUPP || rc == -ENODEV) << rc;
+					}
 					break;
+				case 20: {
+					ktimer &kt = timers[rng() % ntimers];
+					switch (rng() % 3) {
+					case 0:
+						if (mod_timer(&kt.t, jiffies + rng() % 3) == 0)
+							kt.armed++;
+						break;
+					case 1:
+						if (timer_delete(&kt.t))
+							kt.deleted++;
+						break;
+					default:
+						if (timer_delete_sync(&kt.t))
+							kt.deleted++;
+						break;
+					}
+					break;
+				}
+				case 21: {
+					task_submitted++;
+					auto task = cmwq::submit(wq, [&task_runs] { task_runs++; });
+					if (rng() % 2 && task.cancel())
+						task_cancelled++;
+					else if (rng() % 4 == 0)
+						task.wait();
+					break; // dropped: it still runs
+				}
 				default:
 					std::this_thread::yield();
 					break;
@@ -216,6 +272,13 @@ TEST(stress, every_operation_from_8_threads_runs_or_cancels_each_queued_item_onc
 	EXPECT_EQ(cmwq_param_set("cmwq.unbound_returning_takes", "1"), 0);
 	EXPECT_EQ(cmwq_param_set("cmwq.unbound_idle_spin_ns", "20000"), 0);
 	EXPECT_EQ(cmwq_param_set("cmwq.idle_spin_ns", "0"), 0);
+	EXPECT_EQ(cmwq_param_set("cmwq.block_detect", "auto"), 0);
+	for (auto &kt : timers) {
+		if (timer_delete_sync(&kt.t))
+			kt.deleted++;
+		EXPECT_EQ(kt.armed.load(), kt.fired.load() + kt.deleted.load())
+			<< "a timer: armed " << kt.armed << ", fired " << kt.fired << ", deleted " << kt.deleted;
+	}
 	for (auto &it : items)
 		flush_delayed_work(&it.dw);
 	for (auto *wq : wqs)
@@ -233,6 +296,8 @@ TEST(stress, every_operation_from_8_threads_runs_or_cancels_each_queued_item_onc
 		total_c += it.cancelled;
 	}
 	EXPECT_EQ(scratch_runs.load(), scratch_queued.load()) << "drain left items of a scratch workqueue";
+	EXPECT_EQ(task_submitted.load(), task_runs.load() + task_cancelled.load())
+		<< "tasks: submitted " << task_submitted << ", ran " << task_runs << ", cancelled " << task_cancelled;
 	EXPECT_GT(total_r, 0);
 	RecordProperty("operations", static_cast<int>(ops.load()));
 	std::printf("stress: %ld operations, %ld queued, %ld ran, %ld cancelled\n", ops.load(), total_q, total_r,
