@@ -242,7 +242,14 @@ void node_activate_pending(pool_workqueue *pwq, wq_node_nr_active *nna, deferred
 				pwq_activate_first_inactive(pwq, false, d);
 			return;
 		}
-		if (pwq && next->pool == pwq->pool) {
+		// next left the FIFO under N, and N is dropped: it may have been
+		// released, or recycled onto another pool (pwq_recycle stores its
+		// pool under the old pool's lock), since. Its pool is read as
+		// pwq_recycle publishes it. On our own pool, whose lock we hold,
+		// it cannot move now; one released or re-noded meanwhile is passed.
+		if (pwq && pwq_pool(next) == pwq->pool) {
+			if (next->released || pwq_nna(next) != nna)
+				continue;
 			bool activated = take_node_slot(next, nna, d);
 			if (activated || nna_full(nna))
 				return;
