@@ -161,7 +161,7 @@ bool timer_remove(timer_list *t);
 // mod_timer_pending, timer_reduce). Nothing happens to a timer without a
 // function (shut down).
 enum ktimer_how { KTIMER_MOD, KTIMER_IF_PENDING, KTIMER_REDUCE };
-int ktimer_modify(timer_list *t, uint64_t expires_ns, ktimer_how how);
+int ktimer_modify(timer_list *t, unsigned long expires, uint64_t expires_ns, ktimer_how how);
 bool ktimer_pending(const timer_list *t);
 // Removes t; sync: also waits for its running callback (and deletes a
 // re-arm); shutdown: later arming does nothing. Whether it was pending.

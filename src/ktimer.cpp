@@ -49,7 +49,7 @@ void add_timer(struct timer_list *timer)
 {
 	if (refused(timer, "add_timer"))
 		return;
-	if (ktimer_modify(timer, jiffies_to_ns(timer->expires), KTIMER_MOD))
+	if (ktimer_modify(timer, timer->expires, jiffies_to_ns(timer->expires), KTIMER_MOD))
 		warn_once_msg("add-timer-pending-" + func_name(reinterpret_cast<work_func_t>(
 							     reinterpret_cast<void *>(timer->function))),
 			      "cmwq: add_timer() on a pending timer (" +
@@ -67,17 +67,14 @@ int mod_timer(struct timer_list *timer, unsigned long expires)
 {
 	if (refused(timer, "mod_timer"))
 		return 0;
-	timer->expires = expires;
-	return ktimer_modify(timer, jiffies_to_ns(expires), KTIMER_MOD);
+	return ktimer_modify(timer, expires, jiffies_to_ns(expires), KTIMER_MOD);
 }
 
 int mod_timer_pending(struct timer_list *timer, unsigned long expires)
 {
 	if (refused(timer, "mod_timer_pending"))
 		return 0;
-	int was = ktimer_modify(timer, jiffies_to_ns(expires), KTIMER_IF_PENDING);
-	if (was)
-		timer->expires = expires;
+	int was = ktimer_modify(timer, expires, jiffies_to_ns(expires), KTIMER_IF_PENDING);
 	return was;
 }
 
@@ -85,7 +82,7 @@ int timer_reduce(struct timer_list *timer, unsigned long expires)
 {
 	if (refused(timer, "timer_reduce"))
 		return 0;
-	return ktimer_modify(timer, jiffies_to_ns(expires), KTIMER_REDUCE);
+	return ktimer_modify(timer, expires, jiffies_to_ns(expires), KTIMER_REDUCE);
 }
 
 int timer_pending(const struct timer_list *timer)

@@ -240,7 +240,7 @@ void timer_fork_unlock(void (*dropped)(timer_list *)) NO_THREAD_SAFETY_ANALYSIS
 	b.lock.unlock();
 }
 
-int ktimer_modify(timer_list *t, uint64_t expires_ns, ktimer_how how)
+int ktimer_modify(timer_list *t, unsigned long expires, uint64_t expires_ns, ktimer_how how)
 {
 	auto &b = tb();
 	lock_guard lk(b.lock);
@@ -252,6 +252,9 @@ int ktimer_modify(timer_list *t, uint64_t expires_ns, ktimer_how how)
 	if (how == KTIMER_REDUCE && was && t->expires_ns <= expires_ns)
 		return 1;
 	start_thread_locked(b);
+	// Under T, as the kernel writes it under the base lock: two threads may
+	// modify one timer at once.
+	t->expires = expires;
 	t->flags &= ~TIMER_ENGINE_OWNED;
 	heap_place(b, t, expires_ns);
 	return was;
