@@ -150,6 +150,9 @@ void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *));
 bool timer_add_if_idle(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *));
 // Context: no lock. Starts the timer thread if an earlier start failed.
 void timer_retry_start();
+// Context: no lock. Whether timers are armed with no thread to run them
+// (the monitor keeps retrying then).
+bool timer_retry_wanted();
 // Context: no lock. Starts the timer thread now unless it runs (whatever
 // an earlier failure's cooldown says): 0, or the error, with no message.
 // A WQ_MEM_RECLAIM workqueue needs it: its pools' mayday timer runs there.
@@ -389,6 +392,8 @@ void monitor_fork_lock();
 void monitor_fork_unlock(bool child);
 // Context: any.
 void watchdog_touch(int cpu);
+// Context: any. How many passes the monitor thread has made (each a wakeup).
+uint64_t monitor_wakeups();
 
 // ---- workqueue.cpp ----------------------------------------------------------
 

@@ -43,6 +43,7 @@ struct monitor_state {
 	std::atomic<bool> up{false};            // A: started, for monitor_start's fast path
 	uint64_t retry_ns = 0;                  // lock: no start attempt before this
 	std::atomic<uint64_t> global_touch{0};  // A: wq_watchdog_touch
+	std::atomic<uint64_t> wakeups{0};       // A: the monitor thread's passes (monitor_wakeups)
 };
 
 monitor_state &ms()
@@ -312,6 +313,36 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 	return true;
 }
 
+// Whether anything may need the monitor soon: a pool with items waiting
+// or a worker running one, or timers armed with no thread to run them.
+// When nothing does, the monitor sleeps a whole watchdog period.
+bool engine_busy()
+{
+	if (timer_retry_wanted())
+		return true;
+	std::vector<worker_pool *> pools;
+	{
+		lock_guard gk(g().pool_mutex);
+		pools = g().pools;
+	}
+	for (auto *pool : pools) {
+		lock_guard lk(pool->lock);
+		if (!list_empty(&pool->worklist) || pool->nr_workers > pool->nr_idle)
+			return true;
+	}
+	return false;
+}
+
+// The watchdog's period: the kernel's watchdog_thresh / 4 while the
+// engine is idle (7.5 s by default, as the kernel's idle watchdog timer),
+// at most 1 s while it has work, at least 0.1 s.
+uint64_t watchdog_period_ns(bool busy)
+{
+	unsigned long t = params().watchdog_thresh.load();
+	uint64_t quarter = t ? t * 1000000000ull / 4 : 30000000000ull;
+	return std::clamp<uint64_t>(quarter, 100000000ull, busy ? 1000000000ull : 30000000000ull);
+}
+
 void watchdog_check(uint64_t now)
 {
 	unsigned long thresh = params().watchdog_thresh.load();
@@ -355,15 +386,22 @@ void *monitor_thread(void *)
 		m.efd = efd;
 	}
 	uint64_t next_watchdog = now_ns() + 1000000000ull;
+	auto &state = ms();
 	uint64_t next_sample = 0;
 	std::vector<deferred> ds;
 	int idle_wakes = 0;
 	for (;;) {
+		state.wakeups.fetch_add(1, std::memory_order_relaxed); // each pass follows a wakeup
 		bool armed;
 		unsigned sample = params().blocked_sample_us.load();
 		uint64_t period = std::max(50u, sample) * 1000ull;
+		// Unarmed, the next thing due is the watchdog's check: sleep until
+		// then (a whole period while the engine is idle), not on a tick.
+		uint64_t until_watchdog = 0;
+		if (uint64_t now = now_ns(); next_watchdog > now)
+			until_watchdog = next_watchdog - now;
 		if (efd >= 0) {
-			uint64_t timeout = 250000000ull;
+			uint64_t timeout = until_watchdog;
 			{
 				lock_guard lk(m.lock);
 				if (m.armed && sample) {
@@ -404,7 +442,7 @@ void *monitor_thread(void *)
 			if (m.armed && sample)
 				m.cv.wait_for(lk, std::chrono::microseconds(std::max(50u, sample)));
 			else
-				m.cv.wait_for(lk, std::chrono::milliseconds(250));
+				m.cv.wait_for(lk, std::chrono::nanoseconds(until_watchdog));
 			armed = m.armed;
 			m.armed = false;
 			sample = params().blocked_sample_us.load();
@@ -446,13 +484,14 @@ void *monitor_thread(void *)
 		timer_retry_start();
 		if (now >= next_watchdog) {
 			watchdog_check(now);
-			unsigned long t = params().watchdog_thresh.load();
-			next_watchdog = now + std::clamp<uint64_t>(t * 1000000000ull / 4, 100000000ull, 1000000000ull);
+			next_watchdog = now + watchdog_period_ns(armed || engine_busy());
 		}
 	}
 }
 
 } // namespace
+
+uint64_t monitor_wakeups() { return ms().wakeups.load(std::memory_order_relaxed); }
 
 void monitor_start()
 {

@@ -212,6 +212,13 @@ int timer_thread_start()
 	return 0;
 }
 
+bool timer_retry_wanted()
+{
+	auto &b = tb();
+	lock_guard lk(b.lock);
+	return !b.started && !b.heap.empty();
+}
+
 void timer_retry_start()
 {
 	auto &b = tb();

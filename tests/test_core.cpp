@@ -151,6 +151,33 @@ TEST(warn_on_once, a_broken_invariant_is_reported_once_naming_function_and_condi
 	EXPECT_EQ(held, 1) << testing::PrintToString(lines);
 }
 
+// Idle costs nothing: once the engine has no items and no running worker,
+// the monitor sleeps a whole watchdog period (watchdog_thresh / 4, 7.5 s by
+// default, as the kernel's idle watchdog) instead of waking on a tick.
+// Bug caught: a fixed 250 ms wait, about 12 wakeups in these 3 s.
+TEST(idle, the_monitor_sleeps_a_watchdog_period_once_the_engine_is_idle)
+{
+	ASSERT_EQ(cmwq_param_set("workqueue.watchdog_thresh", "30"), 0);
+	workqueue_struct *wq = alloc_workqueue("t_idle", WQ_UNBOUND, 0);
+	ASSERT_NE(wq, nullptr);
+	static std::atomic<int> done{0};
+	std::vector<work_struct> items(2000);
+	for (auto &w : items) {
+		INIT_WORK(&w, [](work_struct *) { done++; });
+		queue_work(wq, &w);
+	}
+	flush_workqueue(wq);
+	EXPECT_EQ(done.load(), 2000);
+	// Let a watchdog pass (at most 1 s apart while busy) see it idle.
+	std::this_thread::sleep_for(2500ms);
+	uint64_t before = d::monitor_wakeups();
+	EXPECT_GT(before, 0u) << "the monitor never ran";
+	std::this_thread::sleep_for(3000ms);
+	uint64_t woke = d::monitor_wakeups() - before;
+	EXPECT_LE(woke, 2u) << "the idle monitor woke " << woke << " times in 3 s";
+	destroy_workqueue(wq);
+}
+
 // ---- the item clock --------------------------------------------------------------
 
 // Bugs caught in worker_clock_ns: a wrong counter rate (the derived time
