@@ -80,6 +80,11 @@ void wake_worker(worker *w);
 void spin_pause(int &n);
 // Context: any. The CPUs this process may run on (sched_getaffinity).
 std::vector<int> affinity_cpus();
+// Context: any. The CPU quota of the process's cgroups in whole CPUs
+// (rounded up; the least of v2 cpu.max and v1 cfs_quota_us/cfs_period_us
+// along each path up to root), from proc_cgroup (/proc/self/cgroup) and
+// the cgroup mount root (/sys/fs/cgroup); 0 when there is none.
+unsigned read_cpu_quota(const std::string &proc_cgroup, const std::string &root);
 // Context: G held, or start-up. The topology from /sys (or CMWQ_SYSFS_ROOT)
 // at the given cache_shard size, restricted to the CPUs this process may use.
 topology read_topology(unsigned shard);

@@ -504,7 +504,11 @@ struct params_t {
 	std::atomic<unsigned> idle_timeout_s{300};
 	std::atomic<bool> control{false};
 	std::atomic<bool> warn_migration{false}; // the 6.17+ WQ_PERCPU/WQ_UNBOUND and system-wq migration warnings
-	std::atomic<bool> panic_on_warn{false};  // a WQ_WARN_ON_ONCE aborts after its message (the kernel's panic_on_warn)
+	std::atomic<bool> panic_on_warn{false};
+	// The CPUs' worth of time the process's cgroup quota allows (cgroup v2
+	// cpu.max, v1 cfs_quota_us/cfs_period_us, rounded up, the least along
+	// the path to the root); 0: no quota. Read at start, writable.
+	std::atomic<unsigned> cpu_quota{0};  // a WQ_WARN_ON_ONCE aborts after its message (the kernel's panic_on_warn)
 };
 
 // A fault-injection switch (cmwq.fail_*): -1 fails every attempt, N > 0

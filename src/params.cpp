@@ -146,6 +146,17 @@ std::vector<param> &table()
 		v->push_back(bool_param("cmwq.unbound_local_wake", p.unbound_local_wake));
 		v->push_back(bool_param("cmwq.warn_migration", p.warn_migration));
 		v->push_back(bool_param("cmwq.panic_on_warn", p.panic_on_warn));
+		v->push_back({"cmwq.cpu_quota", "an integer of CPUs from 0 (no quota) to 65536", true,
+			      [&p] { return std::to_string(p.cpu_quota.load()); },
+			      [&p](const std::string &s) {
+				      unsigned long x;
+				      if (!parse_ulong(s, 65536ul, x))
+					      return -EINVAL;
+				      p.cpu_quota.store(static_cast<unsigned>(x));
+				      if (g().usable.empty())
+					      return 0; // applied at start
+				      return set_unbound_concurrency(p.unbound_managed.load());
+			      }});
 		v->push_back(bool_param("cmwq.unbound_returning_takes", p.unbound_returning_takes));
 		v->push_back({"cmwq.debug_objects", "Y, N, 1, 0", true,
 			      [] { return std::string(debug_objects_on() ? "Y" : "N"); },

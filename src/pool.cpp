@@ -249,7 +249,13 @@ void pool_set_managed(worker_pool *pool, bool managed)
 		}
 	}
 	pool->managed = managed;
-	pool->concurrency = managed ? std::max<int>(1, static_cast<int>(pool->pod_cpus.size())) : 1;
+	// A managed pool lets its pod's CPUs' worth of workers run, and no more
+	// than the process's CPU quota allows (a container's limits.cpu): more
+	// runnable workers than the quota are throttled, not faster.
+	int cpus = static_cast<int>(pool->pod_cpus.size());
+	if (unsigned quota = params().cpu_quota.load(std::memory_order_relaxed); quota && static_cast<int>(quota) < cpus)
+		cpus = static_cast<int>(quota);
+	pool->concurrency = managed ? std::max<int>(1, cpus) : 1;
 }
 
 int set_unbound_concurrency(bool managed)

@@ -71,6 +71,9 @@ void ensure_started()
 		gl.mayday_timeout = pool_mayday_timeout;
 		params_load_env();
 		gl.real_cpus = affinity_cpus();
+		// A quota set in CMWQ_PARAMS wins over the cgroup's.
+		if (!params().cpu_quota.load())
+			params().cpu_quota.store(read_cpu_quota("/proc/self/cgroup", "/sys/fs/cgroup"));
 		gl.topo = read_topology(params().cache_shard_size.load());
 		for (auto &w : gl.topo.warnings)
 			log_printf(LOG_WARNING, "cmwq: %s\n", w.c_str());

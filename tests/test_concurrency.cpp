@@ -296,6 +296,47 @@ TEST(cpu_hog, an_unbound_item_is_given_advice_that_fits_it)
 	EXPECT_EQ(err.find("switching to WQ_UNBOUND"), std::string::npos) << err;
 }
 
+std::atomic<int> quota_running{0}, quota_peak{0};
+void quota_item(work_struct *)
+{
+	int r = ++quota_running;
+	int p = quota_peak.load();
+	while (r > p && !quota_peak.compare_exchange_weak(p, r)) {
+	}
+	timespec t0, t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+	do
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 3000000L);
+	--quota_running;
+}
+
+// A managed unbound pool runs no more items at once than the process's
+// CPU quota (cmwq.cpu_quota, read from the cgroup at start; set here): a
+// container limited to one CPU gets one runnable worker, not a pod's worth
+// throttled. Items of 3 ms CPU time each, under the hog threshold.
+TEST(cpu_quota, a_managed_unbound_pool_runs_no_more_items_at_once_than_the_quota)
+{
+	char was[16] = "";
+	ASSERT_EQ(cmwq_param_get("cmwq.cpu_quota", was, sizeof(was)), 0);
+	ASSERT_EQ(cmwq_param_set("cmwq.unbound_concurrency", "managed"), 0);
+	ASSERT_EQ(cmwq_param_set("cmwq.cpu_quota", "1"), 0);
+	auto *wq = alloc_workqueue("t_quota", WQ_UNBOUND, 0);
+	ASSERT_NE(wq, nullptr);
+	quota_running = 0;
+	quota_peak = 0;
+	std::vector<work_struct> items(16);
+	for (auto &w : items) {
+		INIT_WORK(&w, quota_item);
+		queue_work(wq, &w);
+	}
+	flush_workqueue(wq);
+	destroy_workqueue(wq);
+	EXPECT_EQ(cmwq_param_set("cmwq.cpu_quota", was), 0);
+	EXPECT_EQ(cmwq_param_set("cmwq.unbound_concurrency", "kernel"), 0);
+	EXPECT_EQ(quota_peak.load(), 1) << "items ran side by side under a one-CPU quota";
+}
+
 // ---- rescuer and failing worker creation ------------------------------------------
 
 namespace {

@@ -19,12 +19,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <chrono>
+#include <filesystem>
 #include <latch>
 #include <memory>
 #include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace std::chrono_literals;
 namespace d = cmwq::detail;
@@ -176,6 +179,40 @@ TEST(idle, the_monitor_sleeps_a_watchdog_period_once_the_engine_is_idle)
 	uint64_t woke = d::monitor_wakeups() - before;
 	EXPECT_LE(woke, 2u) << "the idle monitor woke " << woke << " times in 3 s";
 	destroy_workqueue(wq);
+}
+
+// The cgroup CPU quota, from a fake /proc/self/cgroup and cgroup tree:
+// v2 cpu.max along the path (the least limit wins, "max" is none), v1's
+// cfs_quota_us / cfs_period_us (-1 is none), rounded up to whole CPUs.
+TEST(cpu_quota, is_read_from_cgroup_v2_and_v1_and_rounded_up)
+{
+	namespace fs = std::filesystem;
+	fs::path root = fs::temp_directory_path() / ("cmwq-cg-" + std::to_string(getpid()));
+	fs::remove_all(root);
+	auto put = [](const fs::path &p, const std::string &text) {
+		fs::create_directories(p.parent_path());
+		FILE *f = fopen(p.c_str(), "w");
+		ASSERT_NE(f, nullptr);
+		fputs(text.c_str(), f);
+		fclose(f);
+	};
+	std::string cg = (root / "proc_cgroup").string(), mnt = (root / "cg").string();
+	put(root / "proc_cgroup", "0::/a/b\n");
+	put(root / "cg/a/b/cpu.max", "max 100000\n");
+	put(root / "cg/a/cpu.max", "150000 100000\n");
+	EXPECT_EQ(d::read_cpu_quota(cg, mnt), 2u) << "1.5 CPUs on the parent, rounded up";
+	put(root / "cg/a/b/cpu.max", "50000 100000\n");
+	EXPECT_EQ(d::read_cpu_quota(cg, mnt), 1u) << "the child's lower limit";
+	put(root / "proc_cgroup", "0::/\n");
+	EXPECT_EQ(d::read_cpu_quota(cg, mnt), 0u) << "no cpu.max at the root: no quota";
+	put(root / "proc_cgroup", "5:cpu,cpuacct:/x\n3:memory:/x\n");
+	put(root / "cg/cpu,cpuacct/x/cpu.cfs_quota_us", "250000\n");
+	put(root / "cg/cpu,cpuacct/x/cpu.cfs_period_us", "100000\n");
+	EXPECT_EQ(d::read_cpu_quota(cg, mnt), 3u) << "v1: 2.5 CPUs, rounded up";
+	put(root / "cg/cpu,cpuacct/x/cpu.cfs_quota_us", "-1\n");
+	EXPECT_EQ(d::read_cpu_quota(cg, mnt), 0u) << "v1: -1 is no quota";
+	EXPECT_EQ(d::read_cpu_quota((root / "none").string(), mnt), 0u);
+	fs::remove_all(root);
 }
 
 // ---- the item clock --------------------------------------------------------------
