@@ -5,6 +5,7 @@
 // change what"): a function may call only what is defined on its own floor
 // or below. scripts/check_floors.py checks it (a test). The floors:
 //   1  sys.cpp, timer.cpp, topology.cpp     platform: clocks, futex, wake, affinity, timers; topology (pure)
+//   1  cpus.cpp                             the process's CPUs, topology and cgroup CPU quota
 //   2  detect.cpp, debug.cpp                the workers' context-switch events; debug_objects
 //   3  pool.cpp                             worker_pool: idle list, kick_pool, culling, pools
 //   4  pwq.cpp                              pool_workqueue: state word, nr_active, release
@@ -78,16 +79,6 @@ void worker_wait_word(worker *w);
 void wake_worker(worker *w);
 // Context: any. Spin hint for the first rounds of a wait loop, then yield.
 void spin_pause(int &n);
-// Context: any. The CPUs this process may run on (sched_getaffinity).
-std::vector<int> affinity_cpus();
-// Context: any. The CPU quota of the process's cgroups in whole CPUs
-// (rounded up; the least of v2 cpu.max and v1 cfs_quota_us/cfs_period_us
-// along each path up to root), from proc_cgroup (/proc/self/cgroup) and
-// the cgroup mount root (/sys/fs/cgroup); 0 when there is none.
-unsigned read_cpu_quota(const std::string &proc_cgroup, const std::string &root);
-// Context: G held, or start-up. The topology from /sys (or CMWQ_SYSFS_ROOT)
-// at the given cache_shard size, restricted to the CPUs this process may use.
-topology read_topology(unsigned shard);
 // Context: the calling thread. Affinity to cpus (those this process may use).
 void pin_self(const std::vector<int> &cpus);
 // Context: the calling thread. Applies nice, or the lowest allowed, with one message.
@@ -135,6 +126,19 @@ void log_fork_unlock();
 // Context: any (takes an internal lock). Prints msg once per key.
 void warn_once_msg(const std::string &key, const std::string &msg);
 
+// ---- cpus.cpp ---------------------------------------------------------------
+
+// Context: any. The CPUs this process may run on (sched_getaffinity).
+std::vector<int> affinity_cpus();
+// Context: any. The CPU quota of the process's cgroups in whole CPUs
+// (rounded up; the least of v2 cpu.max and v1 cfs_quota_us/cfs_period_us
+// along each path up to root), from proc_cgroup (/proc/self/cgroup) and
+// the cgroup mount root (/sys/fs/cgroup); 0 when there is none.
+unsigned read_cpu_quota(const std::string &proc_cgroup, const std::string &root);
+// Context: G held, or start-up. The topology from /sys (or CMWQ_SYSFS_ROOT)
+// at the given cache_shard size, restricted to the CPUs this process may use.
+topology read_topology(unsigned shard);
+
 // ---- timer.cpp --------------------------------------------------------------
 
 // Context: fork (fork.cpp). Take the timer lock; release it in the parent
@@ -166,7 +170,8 @@ int timer_thread_start();
 bool timer_remove(timer_list *t);
 // The kernel timer API (<cmwq/linux/timer.h>, ktimer.cpp). Context: any
 // thread; takes T. Returns whether t was pending (how: mod_timer,
-// mod_timer_pending, timer_reduce). Nothing happens to a timer without a
+// mod_timer_pending, timer_reduce); when it arms t, t->expires becomes
+// expires (jiffies) under T. Nothing happens to a timer without a
 // function (shut down).
 enum ktimer_how { KTIMER_MOD, KTIMER_IF_PENDING, KTIMER_REDUCE };
 int ktimer_modify(timer_list *t, unsigned long expires, uint64_t expires_ns, ktimer_how how);

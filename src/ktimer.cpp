@@ -74,8 +74,7 @@ int mod_timer_pending(struct timer_list *timer, unsigned long expires)
 {
 	if (refused(timer, "mod_timer_pending"))
 		return 0;
-	int was = ktimer_modify(timer, expires, jiffies_to_ns(expires), KTIMER_IF_PENDING);
-	return was;
+	return ktimer_modify(timer, expires, jiffies_to_ns(expires), KTIMER_IF_PENDING);
 }
 
 int timer_reduce(struct timer_list *timer, unsigned long expires)

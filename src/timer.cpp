@@ -135,18 +135,26 @@ void *timer_thread(void *)
 // armed and queueing does not block or fail: the next arming after the
 // cooldown, or the monitor's tick (timer_retry_start; the monitor is
 // started here if it is not running), tries again.
+// Starts the thread (T held): 0, or the error with the cooldown set.
+int spawn_locked(timer_base &b) REQUIRES(b.lock)
+{
+	if (int err = spawn_thread(CMWQ_THREAD_TIMER, timer_thread, nullptr)) {
+		b.retry_ns = now_ns() + CREATE_COOLDOWN_NS;
+		return err;
+	}
+	b.started = true;
+	b.cv.notify_one();
+	return 0;
+}
+
 void start_thread_locked(timer_base &b) REQUIRES(b.lock)
 {
 	if (b.started || now_ns() < b.retry_ns)
 		return;
-	if (int err = spawn_thread(CMWQ_THREAD_TIMER, timer_thread, nullptr)) {
-		b.retry_ns = now_ns() + CREATE_COOLDOWN_NS;
+	if (int err = spawn_locked(b)) {
 		thread_start_failed("timer", err, "timers stay armed and are retried after 1 s");
 		monitor_start(); // its tick retries (T before the monitor's lock, as fork takes them)
-		return;
 	}
-	b.started = true;
-	b.cv.notify_one();
 }
 
 // Whether t is armed: by identity, not by trusting its index, since a timer
@@ -201,15 +209,7 @@ int timer_thread_start()
 {
 	auto &b = tb();
 	lock_guard lk(b.lock);
-	if (b.started)
-		return 0;
-	if (int err = spawn_thread(CMWQ_THREAD_TIMER, timer_thread, nullptr)) {
-		b.retry_ns = now_ns() + CREATE_COOLDOWN_NS;
-		return err;
-	}
-	b.started = true;
-	b.cv.notify_one();
-	return 0;
+	return b.started ? 0 : spawn_locked(b);
 }
 
 bool timer_retry_wanted()
