@@ -5,7 +5,7 @@ else()
   set(CMWQ_WARNINGS -Wall -Wextra -Wshadow=local -Wno-missing-field-initializers)
 endif()
 # CMWQ_THREAD_SAFETY (clang): the engine's lock rules (GUARDED_BY, REQUIRES in
-# src/internal.h and src/engine.h) checked by the compiler, violations fatal.
+# src/engine/internal.h and src/engine/engine.h) checked by the compiler, violations fatal.
 option(CMWQ_THREAD_SAFETY "Check the engine's lock annotations (clang only)" OFF)
 if(CMWQ_THREAD_SAFETY AND NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
   message(FATAL_ERROR "CMWQ_THREAD_SAFETY=ON needs clang (CMAKE_CXX_COMPILER=clang++)")

@@ -1,12 +1,12 @@
 // fuzz_control.cpp - libFuzzer target for the control endpoint's request
 // language: line splitting, parsing, dispatch and reply framing
-// (src/control_proto.cpp), over a fake backend whose failures the input picks.
+// (src/control/control_proto.cpp), over a fake backend whose failures the input picks.
 //
 // Input: byte 0 selects backend misbehaviour, byte 1 seeds the sizes of the
 // chunks the rest is fed in (as reads from a socket would cut it). Every
 // reply must keep the framing of docs/control.md: data lines start with a
 // space and hold no control character but tab, the last line is the status.
-#include "control_proto.h"
+#include "control/control_proto.h"
 
 #include <cerrno>
 #include <cstdint>

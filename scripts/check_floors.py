@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Checks that src/ keeps the floors and the seam src/engine.h declares.
+"""Checks that src/ keeps the floors and the seam src/engine/engine.h declares.
 
 engine.h opens with the floor list, bottom up, between the lines
 "floors:" and "end of floors.", one floor per line ("//   N  a.cpp, b.cpp
 what they hold"), and the calls allowed to go up, one per line
 ("//   up: caller.cpp -> function  why"). This script finds every function
-defined in src/*.cpp (universal-ctags), every call from one file's function
+defined in src/**/*.cpp (universal-ctags; files are named without their
+wing, so a name must be unique across src/), every call from one file's function
 to a function defined in exactly one other file, and fails on a call to a
 higher floor that the list does not name, on a named call that no longer
-exists, and on a src/*.cpp file the list leaves out.
+exists, and on a src/**/*.cpp file the list leaves out.
 
 The seam: engine.h's declarations sit under "// ---- file.cpp ----"
 banners, in floor order, one banner per file of the list. Every function
@@ -30,7 +31,8 @@ src = Path(sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith('-') 
            Path(__file__).resolve().parent.parent / 'src')
 verbose = '-v' in sys.argv
 
-header = (src / 'engine.h').read_text().splitlines()
+engine_h = src / 'engine' / 'engine.h'
+header = engine_h.read_text().splitlines()
 floors, allowed = {}, {}
 inside = False
 for line in header:
@@ -50,14 +52,19 @@ for line in header:
         for f in re.split(r',\s*', m.group(2)):
             floors[f.strip()] = int(m.group(1))
 if not floors:
-    sys.exit('check_floors: no floor list in src/engine.h (between "floors:" and "end of floors.")')
+    sys.exit('check_floors: no floor list in src/engine/engine.h (between "floors:" and "end of floors.")')
 
-files = sorted(p.name for p in src.glob('*.cpp'))
+paths = {}  # file name -> path (the wing is not part of the name)
+for p in sorted(src.rglob('*.cpp')):
+    if p.name in paths:
+        sys.exit(f'check_floors: two files named {p.name}: {paths[p.name]} and {p}')
+    paths[p.name] = p
+files = sorted(paths)
 problems = [f'{f} is on no floor in engine.h' for f in files if f not in floors]
 problems += [f'engine.h names {f}, which is not in src/' for f in floors if f not in files]
 
 tags = subprocess.run(['ctags', '--fields=+ne', '--c++-kinds=f', '--language-force=c++', '-o', '-'] +
-                      [str(src / f) for f in files], capture_output=True, text=True, check=True).stdout
+                      [str(paths[f]) for f in files], capture_output=True, text=True, check=True).stdout
 defined = collections.defaultdict(set)  # name -> files defining it (not file-local)
 bodies = collections.defaultdict(list)  # file -> [(name, first, last)]
 for t in tags.splitlines():
@@ -80,7 +87,7 @@ def code_only(text):
 
 calls = collections.Counter()
 for f in files:
-    lines = code_only((src / f).read_text()).splitlines()
+    lines = code_only(paths[f].read_text()).splitlines()
     for name, first, last in bodies[f]:
         body = '\n'.join(lines[first - 1:last])
         for m in re.finditer(r'(?<![\w.>:])(\w+)\s*\(', body):
@@ -125,7 +132,7 @@ for a, b in zip(order, order[1:]):
         problems.append(f'engine.h: the banner of {b} (floor {floors.get(b)}) comes after {a} '
                         f'(floor {floors.get(a)}): sections go bottom up')
 protos = subprocess.run(['ctags', '--fields=+ne', '--c++-kinds=p', '--language-force=c++', '-o', '-',
-                         str(src / 'engine.h')], capture_output=True, text=True, check=True).stdout
+                         str(engine_h)], capture_output=True, text=True, check=True).stdout
 declared = 0
 for t in protos.splitlines():
     parts = t.split('\t')

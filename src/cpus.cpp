@@ -2,7 +2,7 @@
 // topology read from /sys (or CMWQ_SYSFS_ROOT) restricted to them, and the
 // CPU quota of its cgroups. Read at start and when cache_shard_size or the
 // quota is set; apart from sys.cpp's mechanisms (clocks, wakes, messages).
-#include "engine.h"
+#include "engine/engine.h"
 
 #include <sched.h>
 

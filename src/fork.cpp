@@ -10,7 +10,7 @@
 // held dropped. Rescuers get new threads; the monitor thread and, when the
 // parent had it running, the control endpoint start with the child's first
 // worker, so a child that only execs creates no thread.
-#include "engine.h"
+#include "engine/engine.h"
 
 #include <cmwq/control.h>
 

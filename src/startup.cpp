@@ -3,7 +3,7 @@
 // on first use, whichever comes first), so system_wq and friends are valid
 // before main. Workers are created on first use of a pool rather than up
 // front, which keeps a 176-CPU snapshot cheap on a small machine.
-#include "engine.h"
+#include "engine/engine.h"
 
 #include <cmwq/control.h>
 

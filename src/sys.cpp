@@ -5,7 +5,7 @@
 // cpus.cpp's.
 // Kept apart from the policy so that a change of mechanism (how a worker
 // sleeps and is woken) touches one file; the policy stays in pool.cpp.
-#include "engine.h"
+#include "engine/engine.h"
 
 #include <cmwq/log.h>
 #include <cmwq/version.h>

@@ -267,7 +267,7 @@ if(CMWQ_PYTHON3 AND NOT CMAKE_CROSSCOMPILING)
   set_tests_properties(public_headers_define_kernel_names_only_where_the_program_has_none PROPERTIES
     TIMEOUT 120 PASS_REGULAR_EXPRESSION "[1-9][0-9]* passed, 0 failed")
 endif()
-# The engine's floors (src/engine.h's list): no call goes up a floor unless
+# The engine's floors (src/engine/engine.h's list): no call goes up a floor unless
 # the list names it (scripts/check_floors.py, with universal-ctags).
 if(CMWQ_PYTHON3)
   add_test(NAME engine_calls_go_up_a_floor_only_where_engine_h_names_them

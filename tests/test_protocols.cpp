@@ -1,6 +1,6 @@
 // Exhaustive interleaving tests of the engine's two lock-free hand-offs,
-// modelled step by step after the code (src/sys.cpp, src/pwq.cpp,
-// src/worker.cpp): every interleaving of the threads' atomic steps is
+// modelled step by step after the code (src/sys.cpp, src/engine/pwq.cpp,
+// src/engine/worker.cpp): every interleaving of the threads' atomic steps is
 // explored (depth-first, with visited states remembered), and each final
 // state is checked.
 //

@@ -4,7 +4,7 @@
 // codes into messages that name the attribute and the values it accepts;
 // the engine stays terse and the wording lives here, in one place.
 #include "control_proto.h"
-#include "sysfs_attrs.h"
+#include "admin/sysfs_attrs.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -4,7 +4,7 @@
 // wq_watchdog_touch and jiffies. Written against the public calls, as a
 // driver would, plus the engine's clock (now_ns), warn_once_msg,
 // watchdog_touch and the usable CPUs (engine.h).
-#include "engine.h"
+#include "engine/engine.h"
 
 #include <cmwq/linux/delay.h>
 

@@ -32,7 +32,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 
 #include <cmwq/control.h>
 #include <cmwq/introspect.hpp>

@@ -2,7 +2,7 @@
 // global unbound cpumask, with the kernel's names, formats and errors.
 // Attribute writes build a modified copy of the attrs and go through
 // apply_workqueue_attrs(), so a refused value changes nothing.
-#include "engine.h"
+#include "engine/engine.h"
 #include "sysfs_attrs.h"
 
 #include <errno.h>

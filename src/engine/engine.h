@@ -3,7 +3,9 @@
 //
 // The files form a strict downward layering (docs/design.md, "Where to
 // change what"): a function may call only what is defined on its own floor
-// or below. scripts/check_floors.py checks it (a test). The floors:
+// or below. scripts/check_floors.py checks it (a test). Files are named
+// without their wing (src/, engine/, compat/, admin/, control/; the table in
+// docs/design.md); the names are unique across src/. The floors:
 //   1  sys.cpp, timer.cpp, topology.cpp     platform: clocks, futex, wake, affinity, timers; topology (pure)
 //   1  cpus.cpp                             the process's CPUs, topology and cgroup CPU quota
 //   2  detect.cpp, debug.cpp                the workers' context-switch events; debug_objects

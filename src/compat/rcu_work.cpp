@@ -5,7 +5,7 @@
 // waiting, waits for one grace period, queues them all, and runs again if
 // more arrived meanwhile. So concurrent callers share grace periods, and the
 // engine itself never depends on an RCU library.
-#include "engine.h"
+#include "engine/engine.h"
 
 using namespace cmwq::detail;
 

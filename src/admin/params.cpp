@@ -3,7 +3,7 @@
 // start and through cmwq_param_set() at run time.
 // A table of descriptors (name, parse, format) rather than one function per
 // parameter, so listing, the control endpoint and errors share one path.
-#include "engine.h"
+#include "engine/engine.h"
 
 #include <cmwq/control.h>
 #include <cmwq/params.h>

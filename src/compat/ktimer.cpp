@@ -1,6 +1,6 @@
 // ktimer.cpp - the kernel timer API of <cmwq/linux/timer.h> over the timer
 // thread (timer.cpp), and execute_in_process_context.
-#include "engine.h"
+#include "engine/engine.h"
 
 #include <cmwq/linux/timer.h>
 

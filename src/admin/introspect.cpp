@@ -2,7 +2,7 @@
 // per workqueue and the snapshot of pools and workqueues (<cmwq/introspect.hpp>).
 // A snapshot copies under the locks and returns plain data, so a caller
 // never holds an engine lock while it formats or sends the result.
-#include "engine.h"
+#include "engine/engine.h"
 
 #include <algorithm>
 
