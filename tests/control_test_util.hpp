@@ -3,7 +3,7 @@
 // the wire format.
 #pragma once
 
-#include "control_proto.h"
+#include "control/control_proto.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 # says it is not a worker. Skipped where gdb is missing or cannot trace, and
 # not registered where the library carries no debug information (Release,
 # MinSizeRel): the helper reads the engine's structures by their types.
-add_executable(cmwq_gdb_target ${CMAKE_CURRENT_SOURCE_DIR}/gdb_target.cpp)
+add_executable(cmwq_gdb_target ${CMAKE_CURRENT_SOURCE_DIR}/targets/gdb_target.cpp)
 target_link_libraries(cmwq_gdb_target PRIVATE cmwq_static)
 set_target_properties(cmwq_gdb_target PROPERTIES OUTPUT_NAME gdb_target)
 cmwq_target_defaults(cmwq_gdb_target)

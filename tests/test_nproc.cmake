@@ -1,7 +1,7 @@
 # A program started under RLIMIT_NPROC 1 to 4 either runs, degraded and with
 # messages, or is refused with clear errors: it never crashes. Root ignores
 # the limit, so as root the program runs as the unprivileged uid 65534.
-add_executable(cmwq_nproc_target ${CMAKE_CURRENT_SOURCE_DIR}/nproc_target.c)
+add_executable(cmwq_nproc_target ${CMAKE_CURRENT_SOURCE_DIR}/targets/nproc_target.c)
 target_link_libraries(cmwq_nproc_target PRIVATE cmwq_static)
 set_target_properties(cmwq_nproc_target PROPERTIES OUTPUT_NAME nproc_target LINKER_LANGUAGE CXX)
 find_program(CMWQ_PRLIMIT prlimit)

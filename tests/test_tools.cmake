@@ -2,7 +2,7 @@
 # process with its control endpoint started; ctl_tools_test.sh drives the
 # tools against it in a private XDG_RUNTIME_DIR.
 if(TARGET wqctl AND TARGET wq_monitor)
-  add_executable(cmwq_ctl_target ${CMAKE_CURRENT_LIST_DIR}/ctl_target.cpp)
+  add_executable(cmwq_ctl_target ${CMAKE_CURRENT_LIST_DIR}/targets/ctl_target.cpp)
   target_link_libraries(cmwq_ctl_target PRIVATE cmwq_static)
   cmwq_target_defaults(cmwq_ctl_target)
   set_target_properties(cmwq_ctl_target PROPERTIES OUTPUT_NAME ctl_target)

@@ -1,4 +1,4 @@
-// test_unbound.cpp - unbound workqueues on this machine's pods: items queued
+// test_unbound_whitebox.cpp - unbound workqueues on this machine's pods: items queued
 // from each CPU go to the pool of that CPU's pod for every scope, strict
 // scopes keep execution inside the pod, and changing the scope or the
 // default scope under load loses, doubles or reorders nothing.
@@ -8,7 +8,7 @@
 #include <cmwq/params.h>
 #include <cmwq/topology.hpp>
 
-#include "engine.h"
+#include "engine/engine.h"
 #include "test_util.hpp"
 
 #include <pthread.h>

@@ -1,4 +1,4 @@
-// test_control_parse.cpp - the control protocol's line reader and request
+// test_control_parse_whitebox.cpp - the control protocol's line reader and request
 // parser: framing, limits, arities, values, refused input.
 #include "control_test_util.hpp"
 

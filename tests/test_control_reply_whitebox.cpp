@@ -1,4 +1,4 @@
-// test_control_reply.cpp - the control protocol's replies: escaping, errno
+// test_control_reply_whitebox.cpp - the control protocol's replies: escaping, errno
 // names, and every verb dispatched over the fake backend with the messages
 // a user gets for missing, invalid and read-only attributes.
 #include "control_test_util.hpp"

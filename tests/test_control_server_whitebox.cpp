@@ -1,4 +1,4 @@
-// test_control_server.cpp - the real control endpoint against the library
+// test_control_server_whitebox.cpp - the real control endpoint against the library
 // in-process: the socket's directory and permissions, slow, hostile and
 // concurrent clients, and every attribute and parameter over the wire.
 //

@@ -1,4 +1,4 @@
-// test_core.cpp - behaviour of the engine through the kernel-compatible API:
+// test_core_whitebox.cpp - behaviour of the engine through the kernel-compatible API:
 // the policy predicates without threads, the PENDING state machine, one
 // suite run over per-CPU, unbound and ordered workqueues, max_active peaks,
 // freeze/thaw, and a randomized stress test that accounts every execution.
@@ -12,7 +12,7 @@
 #include <cmwq/stats.h>
 #include <cmwq/workqueue.hpp>
 
-#include "engine.h"
+#include "engine/engine.h"
 #include "test_util.hpp"
 
 #include <atomic>

@@ -1,4 +1,4 @@
-// test_control_metrics.cpp - the OpenMetrics text and the stats lines
+// test_control_metrics_whitebox.cpp - the OpenMetrics text and the stats lines
 // rendered from a snapshot.
 #include "control_test_util.hpp"
 
