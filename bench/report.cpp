@@ -324,7 +324,7 @@ void print_tables(const results &b, const std::string &cmdline)
 	}
 	auto goals = b.goals();
 	if (!goals.empty()) {
-		std::printf("\ngoals (issue 5, for a 2-CPU VM)\n");
+		std::printf("\ngoals (for a 2-CPU VM)\n");
 		for (auto &g : goals)
 			std::printf("  %-15s %-6s %s\n", g.name.c_str(), g.met ? "met" : "MISSED",
 				    g.detail.c_str());

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The many-core benchmark set behind docs/benchmarks.md "16 CPUs": what a
+# The many-core benchmark set behind docs/benchmarks-history.md "16 CPUs": what a
 # 2-CPU machine cannot show (16 producers contending across scopes, the
 # shard-size sweep with shards of more than one CPU, the pod layout of a
 # 16-CPU snapshot). Runs already-built binaries, so it can run on a machine

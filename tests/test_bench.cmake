@@ -213,7 +213,7 @@ wq_bench_test(vs_puts_every_built_peer_and_the_limits_beside_cmwq
          "\ncmwq cache_shard +${_wqb_num} +1.00x"
          "\nnaive mutex\\+condvar pool \\([0-9]+ threads\\) +${_wqb_num} +[0-9.]+x"
          "\nlimit: futex consumer, same CPU +${_wqb_num} +[0-9.]+x"
-         "goals \\(issue 5")
+         "goals \\(for a 2-CPU VM")
 
 wq_bench_test(all_protocols_with_peers_in_one_json_object
   ARGS "${_wqb_tiny} --json --scopes cache_shard --vs --protocol all --fanout-items 2000 --blocking-items 20 --regression-items 400 --max-active 8,64"

@@ -366,7 +366,7 @@ TEST(unbound_local_wake, a_lone_item_is_kept_local_beside_a_busy_worker_and_a_ba
 // place; a CPU outside the pod has no slot. With a count of watchers per
 // pool instead, two watchers on one CPU that its other threads kept from
 // running held every place, and the worker a kick from the other CPU
-// picked slept (docs/benchmarks.md section 17).
+// picked slept (docs/benchmarks-history.md, "Which idle worker watches: the latest on each CPU").
 TEST(unbound_idle_watch, the_latest_watcher_on_a_cpu_takes_its_slot)
 {
 	using cmwq::detail::watch_slots;

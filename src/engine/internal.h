@@ -520,7 +520,7 @@ inline bool fault_injected(std::atomic<long> &sw)
 }
 
 // Counter updates. CMWQ_STATS_OFF compiles them out, only to measure what
-// they cost (docs/benchmarks.md); the counter tests fail in such a build.
+// they cost (docs/benchmarks-history.md, "What the always-on counters cost"); the counter tests fail in such a build.
 // PWQ_STAT_ADD_LOCKED is for counters only ever written under the pwq's
 // pool->lock: a relaxed load and store, no locked read-modify-write; readers
 // (snapshot) still see whole values.

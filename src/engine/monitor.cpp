@@ -31,7 +31,7 @@ namespace cmwq::detail {
 namespace {
 
 // How long the monitor lets meaningless switches gather before it looks
-// again (docs/benchmarks.md §11).
+// again (docs/benchmarks-history.md, "Block detection by context-switch events, and managed unbound pools").
 constexpr long DETECT_HOLDOFF_NS = 50000;
 constexpr int DETECT_HOLDOFF_AFTER = 8; // wakeups in a row that changed nothing
 

@@ -128,7 +128,7 @@ static void pwq_activate_work(pool_workqueue *pwq, work_struct *work) REQUIRES(p
 		pool->last_progress_ns = now_ns();
 	move_linked_works(pwq->pool, work, &pool->worklist);
 	// A load and a store, not a locked fetch_and (the per-CPU fan-out runs
-	// 15% faster, docs/benchmarks.md section 20): while the item is queued
+	// 15% faster, docs/benchmarks-history.md, "Activating a waiting item without a locked instruction"): while the item is queued
 	// its word changes only under this lock, apart from queuers' fetch_or
 	// of PENDING, which finds PENDING set and writes the value back
 	// unchanged. The acquire load takes in what those queuers stored before

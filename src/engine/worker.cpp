@@ -302,7 +302,7 @@ static void set_thread_name(worker *w)
 // is enough to take the next item queued there; more only took CPU time
 // from the producers, and a watcher its busy CPU kept from running for
 // hundreds of microseconds held the place of the worker kicks pick
-// (docs/benchmarks.md sections 15 and 17). cpu: where it went idle.
+// (docs/benchmarks-history.md, "Waking fewer workers, and keeping them near their producers" and "Which idle worker watches: the latest on each CPU"). cpu: where it went idle.
 static void idle_spin(worker *w, int cpu)
 {
 	worker_pool *pool = w->pool;

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Measures the current results of docs/benchmarks.md on this machine and
+# rewrites the part of that page between its "results" markers: the machine,
+# the commit, the date, and every table with the command that printed it.
+# One sequence, one build (Release, in build-release/ unless CMWQ_BUILD_DIR
+# says otherwise), nothing else running: a few minutes on 2 CPUs.
+#
+#   bash scripts/bench-current.sh            measure and rewrite the page
+#   bash scripts/bench-current.sh --print    measure and print, page untouched
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+build=${CMWQ_BUILD_DIR:-build-release}
+page=docs/benchmarks.md
+
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMWQ_BUILD_TESTS=OFF >/dev/null
+cmake --build "$build" -j "$(nproc)" >/dev/null
+bin=$build/bench/wq_bench
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+# section TITLE TEXT ARGS...: one table, its command as wq_bench prints it.
+section() {
+	local title=$1 text=$2
+	shift 2
+	{
+		printf '\n### %s\n\n%s\n\n```\n' "$title" "$text"
+		"$bin" "$@" 2>&1 | sed -e '/^load average at the end/d'
+		printf '```\n'
+	} >>"$out"
+}
+
+model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+{
+	echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') at commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src bench include || echo ' (with uncommitted changes)')"
+	echo "by \`bash scripts/bench-current.sh\`, one sequence, nothing else running:"
+	echo
+	echo "- ${model:-unknown CPU}, $(nproc) usable CPUs of $(getconf _NPROCESSORS_ONLN) online, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo),"
+	echo "  Linux $(uname -r); $(${CXX:-c++} --version | head -1), Release build."
+	echo "- Every row is a median of its runs with the range \`(max-min)/median\`; peers ran in"
+	echo "  the same process and the same run, so compare ratios, not rows of different days."
+} >"$out"
+
+section "The kernel benchmark, every affinity scope" \
+	"The kernel's \`test_workqueue\` protocol on an unbound workqueue, one row per scope (\`workers\`: threads that ran items; \`local\`: items run on the producer's CPU)." \
+	--repeat 3
+section "Beside the peers and the physical limits" \
+	"The same protocol on every peer built in, each at its default size, and the futex and spinning hand-overs that bound it; \`ratio\` is the peer's throughput over cmwq's." \
+	--scopes cache_shard,cpu --vs --repeat 3
+section "Waking the worker after the pool lock is dropped (A/B)" \
+	"Baseline wakes under the pool lock (\`cmwq.wake_under_lock=1\`, the order before the 2026 series), patched after dropping it; runs alternate." \
+	--ab-wake --repeat 3
+section "cache_shard size sweep" \
+	"\`workqueue.cache_shard_size\` from 1 to 32 in the \`cache_shard\` scope; on a machine with one LLC of 2 CPUs every size above 1 is one pod." \
+	--scopes cache_shard --shard-sizes 1,2,4,8,16,32 --repeat 3
+section "Fan-out" \
+	"One producer queues 1,000,000 tiny items and waits for all." \
+	--protocol fanout --vs --repeat 3
+section "Blocking items" \
+	"200 items that sleep 1 ms each, with blocking hints and without; then every sizable peer at 32 threads (\`ratio\` is wall time, lower is faster)." \
+	--protocol blocking --vs --repeat 3
+section "One shared lock, max_active 8 vs 768 (the 2023 report)" \
+	"20,000 items that each hold one shared \`std::mutex\` for 20 us, on an unbound workqueue with \`max_active\` 8 and 768." \
+	--protocol regression --vs --repeat 3
+section "The C++ task round trip" \
+	"\`cmwq::task\` against the C API's queue-and-wait, alternated rounds." \
+	--cxx --repeat 5
+
+if [[ ${1:-} == --print ]]; then
+	cat "$out"
+	exit 0
+fi
+python3 - "$page" "$out" <<'PY'
+import sys
+page, new = sys.argv[1], open(sys.argv[2]).read()
+text = open(page).read()
+begin, end = '<!-- results: written by scripts/bench-current.sh -->', '<!-- end of results -->'
+i, j = text.index(begin) + len(begin), text.index(end)
+open(page, 'w').write(text[:i] + '\n' + new.rstrip('\n') + '\n' + text[j:])
+PY
+echo "bench-current: $page rewritten"
