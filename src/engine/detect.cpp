@@ -37,8 +37,8 @@ namespace cmwq::detail {
 namespace {
 
 // File descriptors left to the program: a worker whose event would take one
-// of the last DETECT_FD_RESERVE below RLIMIT_NOFILE is found by sampling.
-constexpr long DETECT_FD_RESERVE = 64;
+// of the last FD_LEFT_TO_PROGRAM below RLIMIT_NOFILE (fds.cpp) is found by
+// sampling.
 constexpr uint64_t EFD_TOKEN = ~0ull;
 
 struct slot {
@@ -58,7 +58,6 @@ struct detector {
 	std::atomic<int> mode{-1};
 	std::string why GUARDED_BY(lock); // why the fallback is in effect
 	size_t map_bytes = 0;             // D
-	long nofile = 0;                  // D: soft RLIMIT_NOFILE when probed
 };
 
 detector &det()
@@ -109,25 +108,28 @@ int probe_locked(int requested) REQUIRES(det().lock)
 	auto &d = det();
 	// The events are tried whatever the request, so that a later switch to
 	// perf knows whether workers will be able to open theirs.
-	int err;
-	int fd = open_event(err);
-	if (fd < 0) {
+	// The probe's event is opened in the library's spare slot (fds.cpp), so
+	// it never takes a descriptor the program could have had.
+	int err = 0;
+	void *mm = MAP_FAILED;
+	long page = sysconf(_SC_PAGESIZE);
+	d.map_bytes = static_cast<size_t>(2 * page); // the header page and one data page
+	bool opened = with_spare_fd([&] { return open_event(err); },
+				    [&](int fd) {
+					    mm = mmap(nullptr, d.map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+					    if (mm == MAP_FAILED)
+						    err = errno;
+				    },
+				    false);
+	if (!opened) {
 		d.why = errno_why("perf_event_open", err);
 		return requested == BLOCK_OFF ? BLOCK_OFF : BLOCK_SAMPLE;
 	}
-	long page = sysconf(_SC_PAGESIZE);
-	d.map_bytes = static_cast<size_t>(2 * page); // the header page and one data page
-	void *mm = mmap(nullptr, d.map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
 	if (mm == MAP_FAILED) {
-		d.why = errno_why("mmap of the event's ring buffer", errno);
+		d.why = errno_why("mmap of the event's ring buffer", err);
 		return requested == BLOCK_OFF ? BLOCK_OFF : BLOCK_SAMPLE;
 	}
 	munmap(mm, d.map_bytes);
-	rlimit rl;
-	d.nofile = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
-			   ? static_cast<long>(rl.rlim_cur)
-			   : 1L << 20;
 	d.why.clear();
 	return requested == BLOCK_OFF || requested == BLOCK_SAMPLE ? requested : BLOCK_PERF;
 }
@@ -138,6 +140,8 @@ bool ensure_epoll_locked() REQUIRES(det().lock)
 	auto &d = det();
 	if (d.epfd >= 0)
 		return true;
+	if (!fds_to_spare(2))
+		return false; // retried at the next event and the monitor's next pass
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	if (ep < 0)
 		return false;
@@ -217,6 +221,12 @@ int read_ring(perf_event_mmap_page *mm, size_t data_bytes)
 // sampling). Whoever comes second, or after the worker's exit, closes its own.
 bool open_worker_event(worker *w, pid_t tid = 0)
 {
+	if (!fds_to_spare(1)) {
+		warn_once_msg("block-detect-fd", "cmwq: workers are found by sampling while fewer than " +
+							 std::to_string(FD_LEFT_TO_PROGRAM + 1) + " descriptors are free below RLIMIT_NOFILE (" +
+							 std::to_string(fd_limit()) + "): those are left to the program");
+		return false;
+	}
 	int err;
 	int fd = open_event(err, tid);
 	if (fd < 0) {
@@ -232,11 +242,13 @@ bool open_worker_event(worker *w, pid_t tid = 0)
 		close(fd);
 		return !w->detect_gone;
 	}
-	if (fd >= d.nofile - DETECT_FD_RESERVE) {
+	if (fd >= fd_limit() - FD_LEFT_TO_PROGRAM) {
+		// Without /proc the count above says yes: the number the event got
+		// is the check left.
 		close(fd);
-		warn_once_msg("block-detect-fd", "cmwq: workers near RLIMIT_NOFILE (" + std::to_string(d.nofile) +
+		warn_once_msg("block-detect-fd", "cmwq: workers near RLIMIT_NOFILE (" + std::to_string(fd_limit()) +
 							 ") are found by sampling: the last " +
-							 std::to_string(DETECT_FD_RESERVE) +
+							 std::to_string(FD_LEFT_TO_PROGRAM) +
 							 " descriptors are left to the program");
 		return false;
 	}

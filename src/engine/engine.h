@@ -8,6 +8,7 @@
 // docs/design.md); the names are unique across src/. The floors:
 //   1  sys.cpp, timer.cpp, topology.cpp     platform: clocks, futex, wake, affinity, timers; topology (pure)
 //   1  cpus.cpp                             the process's CPUs, topology and cgroup CPU quota
+//   1  fds.cpp                              the library's descriptors: one spare, the program's last ones left
 //   2  detect.cpp, debug.cpp                the workers' context-switch events; debug_objects
 //   3  pool.cpp                             worker_pool: idle list, kick_pool, culling, pools
 //   4  pwq.cpp                              pool_workqueue: state word, nr_active, release
@@ -140,6 +141,32 @@ unsigned read_cpu_quota(const std::string &proc_cgroup, const std::string &root)
 // Context: G held, or start-up. The topology from /sys (or CMWQ_SYSFS_ROOT)
 // at the given cache_shard size, restricted to the CPUs this process may use.
 topology read_topology(unsigned shard);
+
+// ---- fds.cpp ----------------------------------------------------------------
+
+// Descriptors the library's long-lived opens always leave free below the
+// soft RLIMIT_NOFILE.
+inline constexpr long FD_LEFT_TO_PROGRAM = 64;
+// Context: no engine lock. Takes the library's one spare descriptor if it
+// has none (the monitor's start).
+void fd_spare_take();
+// Context: no engine lock, or D. Opens in the spare's slot: closes the
+// spare, runs open_fn (which returns a descriptor or -1), passes what it
+// opened to use_fn and keeps it as the new spare (keep), or closes it and
+// takes /dev/null in its slot. False if open_fn failed.
+bool with_spare_fd(const std::function<int()> &open_fn, const std::function<void(int)> &use_fn,
+		   bool keep = true);
+// Context: any. The soft RLIMIT_NOFILE now (a large number when unlimited).
+long fd_limit();
+// Context: no engine lock, or D. The process's open descriptors (the spare
+// included), counted through the spare; -1 without /proc.
+long open_fd_count();
+// Context: no engine lock, or D. Whether `more` new long-lived descriptors
+// still leave FD_LEFT_TO_PROGRAM free (true when it cannot be told).
+bool fds_to_spare(long more);
+// Context: fork (fork.cpp). The spare's lock, a leaf.
+void fd_fork_lock();
+void fd_fork_unlock();
 
 // ---- timer.cpp --------------------------------------------------------------
 

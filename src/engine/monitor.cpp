@@ -57,11 +57,10 @@ char task_state(pid_t tid)
 {
 	char path[64], buf[512];
 	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	// In the library's spare slot (fds.cpp): never the program's last descriptor.
+	ssize_t n = 0;
+	with_spare_fd([&] { return open(path, O_RDONLY | O_CLOEXEC); },
+		      [&](int fd) { n = read(fd, buf, sizeof(buf) - 1); });
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
@@ -379,8 +378,9 @@ void watchdog_check(uint64_t now)
 void *monitor_thread(void *)
 {
 	pthread_setname_np(pthread_self(), "cmwq/monitor");
+	fd_spare_take(); // before the program can take the last descriptor
 	auto &m = g().monitor;
-	int efd = detect_notify_fd(); // -1: no epoll set, wait on the cv
+	int efd = detect_notify_fd(); // -1: no epoll set (yet), wait on the cv
 	{
 		lock_guard lk(m.lock);
 		m.efd = efd;
@@ -390,8 +390,20 @@ void *monitor_thread(void *)
 	uint64_t next_sample = 0;
 	std::vector<deferred> ds;
 	int idle_wakes = 0;
+	uint64_t next_efd_try = 0;
 	for (;;) {
 		state.wakeups.fetch_add(1, std::memory_order_relaxed); // each pass follows a wakeup
+		if (efd < 0 && detect_mode() == BLOCK_PERF && now_ns() >= next_efd_try) {
+			// The set could not be had at start (no descriptor to spare):
+			// the workers' events, once they can be opened, are read here.
+			// Tried once a second at most (each try counts descriptors).
+			next_efd_try = now_ns() + 1000000000ull;
+			efd = detect_notify_fd();
+			if (efd >= 0) {
+				lock_guard lk(m.lock);
+				m.efd = efd;
+			}
+		}
 		bool armed;
 		unsigned sample = params().blocked_sample_us.load();
 		uint64_t period = std::max(50u, sample) * 1000ull;

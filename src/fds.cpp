@@ -1,0 +1,121 @@
+// fds.cpp - the library's file descriptors: they never take the program's
+// last ones.
+//
+// The program's descriptors are the program's. The library holds one spare
+// descriptor from the monitor's start on, and opens every short-lived file
+// (a thread's /proc stat, the probe of a context-switch event, the count of
+// the process's descriptors) in the spare's slot: it closes the spare first
+// and keeps what it opened as the new spare, so at no moment does it hold
+// more than that one. Long-lived descriptors (the workers' events, the
+// epoll set and its eventfd) are opened only while at least
+// FD_LEFT_TO_PROGRAM stay free under the soft RLIMIT_NOFILE, read again at
+// each such open, so a limit the program lowers later is followed.
+#include "engine/engine.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace cmwq::detail {
+namespace {
+
+struct spare_state {
+	mutex lock; // a leaf: taken with no engine lock or under D
+	int fd GUARDED_BY(lock) = -1;
+};
+
+spare_state &spare()
+{
+	static spare_state *s = new spare_state;
+	return *s;
+}
+
+// Context: the spare's lock held. Entries of /proc/self/fd read through
+// dirfd, "." and ".." left out; -1 if unreadable.
+long count_entries(int dirfd)
+{
+	char buf[4096];
+	long n = 0;
+	for (;;) {
+		long got = syscall(SYS_getdents64, dirfd, buf, sizeof(buf));
+		if (got < 0)
+			return -1;
+		if (got == 0)
+			return n;
+		for (long off = 0; off < got;) {
+			unsigned short reclen;
+			memcpy(&reclen, buf + off + 16, sizeof(reclen)); // d_reclen follows d_ino, d_off
+			const char *name = buf + off + 19;
+			if (strcmp(name, ".") && strcmp(name, ".."))
+				n++;
+			off += reclen;
+		}
+	}
+}
+
+} // namespace
+
+void fd_spare_take()
+{
+	auto &s = spare();
+	lock_guard lk(s.lock);
+	if (s.fd < 0)
+		s.fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+bool with_spare_fd(const std::function<int()> &open_fn, const std::function<void(int)> &use_fn, bool keep)
+{
+	auto &s = spare();
+	lock_guard lk(s.lock);
+	if (s.fd >= 0)
+		close(s.fd);
+	s.fd = open_fn();
+	if (s.fd < 0)
+		return false; // the program took the slot meanwhile: a spare is taken at the next open
+	use_fn(s.fd);
+	if (!keep) {
+		// Not worth keeping (an event costs its thread at every switch):
+		// /dev/null in the slot just freed.
+		close(s.fd);
+		s.fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	return true;
+}
+
+long fd_limit()
+{
+	rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1ul << 30))
+		return 1L << 30;
+	return static_cast<long>(rl.rlim_cur);
+}
+
+long open_fd_count()
+{
+	long n = -1;
+	with_spare_fd([] { return open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC); },
+		      [&](int fd) { n = count_entries(fd); });
+	return n; // counts the directory itself, which stays open as the spare
+}
+
+bool fds_to_spare(long more)
+{
+	long open_now = open_fd_count();
+	if (open_now < 0)
+		return true; // no /proc: the callers' own check of the number they got is all there is
+	return fd_limit() - open_now - more >= FD_LEFT_TO_PROGRAM;
+}
+
+void fd_fork_lock() NO_THREAD_SAFETY_ANALYSIS
+{
+	spare().lock.lock();
+}
+
+void fd_fork_unlock() NO_THREAD_SAFETY_ANALYSIS
+{
+	spare().lock.unlock();
+}
+
+} // namespace cmwq::detail

@@ -1,0 +1,221 @@
+// test_fds.cpp - the program's file descriptors are the program's: while
+// workers block and the library samples them or opens their events, the
+// program's own open() never fails because of the library, a limit lowered
+// after start is followed, and a blocked worker is still found when no
+// descriptor is free. Its own program: it lowers RLIMIT_NOFILE.
+#include <cmwq/linux/workqueue.h>
+#include <cmwq/params.h>
+#include <cmwq/topology.hpp>
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string param(const char *name)
+{
+	char buf[64] = {};
+	EXPECT_EQ(cmwq_param_get(name, buf, sizeof(buf)), 0) << name;
+	return buf;
+}
+
+struct saved_params {
+	std::string detect = param("cmwq.block_detect");
+	std::string sample = param("cmwq.blocked_sample_us");
+	~saved_params()
+	{
+		cmwq_param_set("cmwq.block_detect", detect == "perf" ? "auto" : detect.c_str());
+		cmwq_param_set("cmwq.blocked_sample_us", sample.c_str());
+	}
+};
+
+int test_cpu() { return cmwq::current_topology().usable.back(); }
+
+int open_fds()
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1;
+	while (dirent *e = readdir(d))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1; // the directory itself
+}
+
+// Lowers the soft RLIMIT_NOFILE to what is open now plus `room`, then takes
+// every free descriptor but `left`; undone on destruction.
+struct fd_squeeze {
+	rlimit saved{};
+	std::vector<int> taken;
+	fd_squeeze(int room, int left)
+	{
+		getrlimit(RLIMIT_NOFILE, &saved);
+		rlimit rl = saved;
+		rl.rlim_cur = static_cast<rlim_t>(open_fds() + room);
+		EXPECT_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+		for (;;) {
+			int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				break;
+			taken.push_back(fd);
+		}
+		for (int i = 0; i < left && !taken.empty(); i++) {
+			close(taken.back());
+			taken.pop_back();
+		}
+	}
+	~fd_squeeze()
+	{
+		for (int fd : taken)
+			close(fd);
+		setrlimit(RLIMIT_NOFILE, &saved);
+	}
+};
+
+// A sleeps (no hint) until B, queued behind it on one CPU's pool, starts:
+// B starts only if the library finds A blocked. A sleeps in 5 ms steps, so
+// it takes seconds to use the CPU time of a hog (cmwq.cpu_intensive_thresh_us,
+// 10 ms), which would also let B start.
+std::atomic<bool> b_started, give_up;
+void a_fn(work_struct *)
+{
+	while (!b_started.load() && !give_up.load()) {
+		timespec ts{0, 5000000};
+		nanosleep(&ts, nullptr);
+	}
+}
+void b_fn(work_struct *) { b_started = true; }
+
+bool b_starts_while_a_blocks(workqueue_struct *wq, std::chrono::milliseconds limit)
+{
+	b_started = give_up = false;
+	work_struct a, b;
+	INIT_WORK(&a, a_fn);
+	INIT_WORK(&b, b_fn);
+	queue_work_on(test_cpu(), wq, &a);
+	queue_work_on(test_cpu(), wq, &b);
+	bool ok = wait_until([] { return b_started.load(); }, limit);
+	give_up = true;
+	flush_workqueue(wq);
+	return ok;
+}
+
+class fds : public testing::TestWithParam<const char *> {
+protected:
+	void SetUp() override
+	{
+		if (getenv("CMWQ_UNDER_EMULATION"))
+			GTEST_SKIP() << "an emulator's /proc does not show its threads' states";
+		if (cmwq_param_set("cmwq.block_detect", GetParam()) != 0)
+			GTEST_SKIP() << "cmwq.block_detect=" << GetParam() << " is not available here";
+		ASSERT_EQ(cmwq_param_set("cmwq.blocked_sample_us", "50"), 0);
+		wq = alloc_workqueue("fds_%s", WQ_PERCPU, 0, GetParam());
+		ASSERT_NE(wq, nullptr);
+		// The pool's workers and the monitor exist before the squeeze.
+		ASSERT_TRUE(b_starts_while_a_blocks(wq, 20000ms));
+	}
+	void TearDown() override
+	{
+		if (wq)
+			destroy_workqueue(wq);
+	}
+	saved_params saved;
+	workqueue_struct *wq = nullptr;
+};
+
+} // namespace
+
+// One descriptor free, the limit lowered after start: workers block, are
+// sampled and (perf) would open events, and every open() of the program's
+// succeeds meanwhile.
+TEST_P(fds, the_programs_opens_never_fail_while_workers_block_with_one_descriptor_free)
+{
+	fd_squeeze squeeze(200, 1);
+	std::atomic<bool> stop{false};
+	std::atomic<int> rounds{0}, found{0};
+	std::thread blocker([&] {
+		while (!stop.load()) {
+			found += b_starts_while_a_blocks(wq, 5000ms);
+			rounds++;
+		}
+	});
+	long opens = 0, failed = 0;
+	auto end = std::chrono::steady_clock::now() + 1500ms;
+	while (std::chrono::steady_clock::now() < end || rounds.load() < 3) {
+		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		opens++;
+		if (fd < 0)
+			failed++;
+		else
+			close(fd);
+	}
+	stop = true;
+	blocker.join();
+	EXPECT_EQ(failed, 0) << failed << " of " << opens << " of the program's opens failed while "
+			     << rounds.load() << " rounds of blocked workers ran";
+	EXPECT_EQ(found.load(), rounds.load()) << "a blocked worker was not found";
+}
+
+// Every descriptor taken: a blocked worker is still found by sampling
+// (through the descriptor the library kept from its start).
+TEST_P(fds, a_blocked_worker_is_found_with_no_descriptor_free)
+{
+	fd_squeeze squeeze(200, 0);
+	ASSERT_LT(open("/dev/null", O_RDONLY | O_CLOEXEC), 0) << "a descriptor was still free";
+	for (int i = 0; i < 3; i++)
+		EXPECT_TRUE(b_starts_while_a_blocks(wq, 3000ms)) << "round " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(block_detect, fds, testing::Values("sample", "perf"));
+
+// The library started with no descriptor free, so its monitor could make
+// no epoll set: once descriptors are free again, the workers' events are
+// opened and read (sampling off, so nothing else could find the block).
+// In a fresh process (a death-test child), where the library starts here.
+TEST(fds_at_start, events_opened_after_a_start_with_no_descriptor_free_are_read)
+{
+	if (getenv("CMWQ_UNDER_EMULATION"))
+		GTEST_SKIP() << "no context-switch events under an emulator";
+	{
+		saved_params saved;
+		if (cmwq_param_set("cmwq.block_detect", "perf") != 0)
+			GTEST_SKIP() << "context-switch events are not available here";
+	}
+	GTEST_FLAG_SET(death_test_style, "threadsafe");
+	EXPECT_EXIT(
+		{
+			workqueue_struct *wq;
+			{
+				fd_squeeze squeeze(200, 0);
+				wq = alloc_workqueue("fds_cold", WQ_PERCPU, 0);
+				if (!wq)
+					_exit(2);
+				b_started = false;
+				work_struct w;
+				INIT_WORK(&w, b_fn);
+				queue_work_on(test_cpu(), wq, &w); // the first worker starts the monitor
+				if (!wait_until([] { return b_started.load(); }, 10000ms))
+					_exit(3);
+				flush_workqueue(wq);
+			}
+			if (cmwq_param_set("cmwq.block_detect", "perf") || cmwq_param_set("cmwq.blocked_sample_us", "0"))
+				_exit(4);
+			bool ok = b_starts_while_a_blocks(wq, 10000ms) && b_starts_while_a_blocks(wq, 10000ms);
+			_exit(ok ? 0 : 1);
+		},
+		testing::ExitedWithCode(0), "");
+}
