@@ -18,7 +18,7 @@ packages=(
 	libtbb-dev libboost-dev libasio-dev liburcu-dev libuv1-dev libglib2.0-dev
 	systemtap-sdt-dev nlohmann-json3-dev libcli11-dev libfmt-dev
 	gnuplot-nox jq gdb scdoc dpkg-dev lintian
-	libcpp-httplib-dev python3-prometheus-client curl universal-ctags
+	libcpp-httplib-dev python3-prometheus-client curl universal-ctags abigail-tools
 )
 
 # --arm64: what the aarch64 cross build and its emulated tests need

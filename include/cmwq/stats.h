@@ -1,6 +1,8 @@
 /*
  * cmwq/stats.h - counters and run-time attributes, for programs and tools.
- * The control endpoint is in <cmwq/control.h>.
+ * The control endpoint is in <cmwq/control.h>; until 0.2 this header
+ * includes it, so a program that declared cmwq_control_start() through
+ * stats.h still builds (deprecated: include <cmwq/control.h>).
  *
  * Counters mirror the kernel's enum pool_workqueue_stats and are kept per
  * pool_workqueue, always on. Attributes mirror
@@ -14,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <cmwq/control.h> /* deprecated here; see above */
 #include <cmwq/export.h>
 CMWQ_BEGIN_PUBLIC
 
