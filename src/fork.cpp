@@ -60,13 +60,15 @@ void fork_prepare() NO_THREAD_SAFETY_ANALYSIS
 	warn_fork_lock();
 	log_fork_lock();
 	rcu_fork_lock(); // a leaf: no lock is taken under it
-	fd_fork_lock();  // a leaf too (taken under D)
+	symbol_fork_lock(); // a leaf, with the spare's lock nested inside it
+	fd_fork_lock();     // a leaf too (taken under D)
 }
 
 void fork_unlock(bool child) NO_THREAD_SAFETY_ANALYSIS
 {
 	auto &h = held();
 	fd_fork_unlock();
+	symbol_fork_unlock();
 	rcu_fork_unlock(child);
 	log_fork_unlock();
 	warn_fork_unlock();

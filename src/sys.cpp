@@ -247,6 +247,9 @@ std::string func_name(work_func_t f)
 		free(dm);
 		return s;
 	}
+	// Static, or the program was linked without -rdynamic: its symbol table.
+	if (std::string s = code_address_name(reinterpret_cast<void *>(f)); !s.empty())
+		return s;
 	snprintf(buf, sizeof(buf), "%p", reinterpret_cast<void *>(f));
 	return buf;
 }

@@ -3,6 +3,7 @@
 // a loaded machine, not as milliseconds), un-annotated blocking found by the
 // monitor, CPU-hog reclassification, rescuers under failing worker creation,
 // and the lockup watchdog.
+#include <cmwq/log.h>
 #include <gtest/gtest.h>
 
 #include <cmwq/linux/delay.h>
@@ -253,20 +254,66 @@ TEST(cpu_hog, report_line_on_the_power_of_two_schedule)
 	ASSERT_EQ(cmwq_param_set("workqueue.cpu_intensive_thresh_us", "2000"), 0);
 	ASSERT_EQ(cmwq_param_set("workqueue.cpu_intensive_warning_thresh", "2"), 0);
 	auto *wq = alloc_workqueue("hog2", WQ_PERCPU, 0);
+	static int run; // a name of this run's own: counts are kept per name
+	std::string name = "hog_percpu_item_" + std::to_string(++run);
 	testing::internal::CaptureStderr();
 	for (int i = 0; i < 3; i++) {
 		work_struct w;
 		INIT_WORK(&w, burn_8ms_cpu);
+		cmwq_set_work_name(&w, name.c_str());
 		queue_work_on(test_cpu(), wq, &w);
 		flush_work(&w);
 	}
 	std::string err = testing::internal::GetCapturedStderr();
-	EXPECT_NE(err.find("hogged CPU for >2000us 2 times, consider switching to WQ_UNBOUND"), std::string::npos)
+	EXPECT_NE(err.find(name + " hogged CPU for >2000us 2 times, consider switching to WQ_UNBOUND"),
+		  std::string::npos)
 		<< err;
-	EXPECT_NE(err.find("hogged CPU for >2000us 3 times"), std::string::npos) << err;
+	EXPECT_NE(err.find(name + " hogged CPU for >2000us 3 times"), std::string::npos) << err;
 	destroy_workqueue(wq);
 	cmwq_param_set("workqueue.cpu_intensive_thresh_us", "10000");
 	cmwq_param_set("workqueue.cpu_intensive_warning_thresh", "4");
+}
+
+// A static function is in no dynamic symbol table (whatever the link
+// flags): the report names it from the program's ELF symbol table.
+static void hog_named_by_symtab(work_struct *w) { burn_8ms_cpu(w); }
+
+TEST(cpu_hog, a_function_the_dynamic_symbol_table_lacks_is_named_from_the_elf_symbol_table)
+{
+	ASSERT_EQ(cmwq_param_set("workqueue.cpu_intensive_thresh_us", "2000"), 0);
+	ASSERT_EQ(cmwq_param_set("workqueue.cpu_intensive_warning_thresh", "1"), 0);
+	auto *wq = alloc_workqueue("hog_symtab", WQ_PERCPU, 0);
+	ASSERT_NE(wq, nullptr);
+	// Reports come on a power-of-two schedule of a count kept for the
+	// process's life: run the item until one comes (--gtest_repeat).
+	static std::mutex mu;
+	static std::string seen;
+	{
+		std::lock_guard lk(mu);
+		seen.clear();
+	}
+	cmwq_set_log_handler(
+		[](int, const char *msg, void *) {
+			std::lock_guard lk(mu);
+			if (strstr(msg, "hogged CPU"))
+				seen += msg;
+		},
+		nullptr);
+	for (int i = 0; i < 2000; i++) {
+		work_struct w;
+		INIT_WORK(&w, hog_named_by_symtab);
+		queue_work_on(test_cpu(), wq, &w);
+		flush_work(&w);
+		std::lock_guard lk(mu);
+		if (!seen.empty())
+			break;
+	}
+	cmwq_set_log_handler(nullptr, nullptr);
+	destroy_workqueue(wq);
+	cmwq_param_set("workqueue.cpu_intensive_thresh_us", "10000");
+	cmwq_param_set("workqueue.cpu_intensive_warning_thresh", "4");
+	std::lock_guard lk(mu);
+	EXPECT_NE(seen.find("cmwq: hog_named_by_symtab(work_struct*) hogged CPU"), std::string::npos) << seen;
 }
 
 // An item that already runs on WQ_UNBOUND (a managed unbound pool, where
@@ -278,10 +325,15 @@ TEST(cpu_hog, an_unbound_item_is_given_advice_that_fits_it)
 	ASSERT_EQ(cmwq_param_set("workqueue.cpu_intensive_warning_thresh", "2"), 0);
 	auto *wq = alloc_workqueue("hog_unbound", WQ_UNBOUND, 0);
 	ASSERT_NE(wq, nullptr);
+	// Hogs are counted per name for the process's life: a name of this
+	// run's own starts from zero (other tests, --gtest_repeat).
+	static int run;
+	std::string name = "hog_unbound_item_" + std::to_string(++run);
 	testing::internal::CaptureStderr();
 	for (int i = 0; i < 3; i++) {
 		work_struct w;
 		INIT_WORK(&w, burn_8ms_cpu);
+		cmwq_set_work_name(&w, name.c_str());
 		queue_work(wq, &w);
 		flush_work(&w);
 	}
@@ -290,7 +342,7 @@ TEST(cpu_hog, an_unbound_item_is_given_advice_that_fits_it)
 	cmwq_param_set("workqueue.cpu_intensive_thresh_us", "10000");
 	cmwq_param_set("workqueue.cpu_intensive_warning_thresh", "4");
 	cmwq_param_set("cmwq.unbound_concurrency", "kernel");
-	EXPECT_NE(err.find("hogged CPU for >2000us 2 times, consider WQ_CPU_INTENSIVE or splitting the item"),
+	EXPECT_NE(err.find(name + " hogged CPU for >2000us 2 times, consider WQ_CPU_INTENSIVE or splitting the item"),
 		  std::string::npos)
 		<< err;
 	EXPECT_EQ(err.find("switching to WQ_UNBOUND"), std::string::npos) << err;

@@ -9,6 +9,7 @@
 //   1  sys.cpp, timer.cpp, topology.cpp     platform: clocks, futex, wake, affinity, timers; topology (pure)
 //   1  cpus.cpp                             the process's CPUs, topology and cgroup CPU quota
 //   1  fds.cpp                              the library's descriptors: one spare, the program's last ones left
+//   1  symbols.cpp                          names of code addresses from the objects' ELF symbol tables
 //   2  detect.cpp, debug.cpp                the workers' context-switch events; debug_objects
 //   3  pool.cpp                             worker_pool: idle list, kick_pool, culling, pools
 //   4  pwq.cpp                              pool_workqueue: state word, nr_active, release
@@ -109,7 +110,8 @@ bool null_arg(const char *call, const char *arg);
 // Context: fork (fork.cpp). The one-time-message lock around fork.
 void warn_fork_lock();
 void warn_fork_unlock();
-// Context: any. The function's symbol name, or its address.
+// Context: any. The function's name (the dynamic symbol table, else
+// code_address_name), or its address.
 std::string func_name(work_func_t f);
 // Context: any; w must be live (queued, or its caller owns it). Its name
 // (cmwq_set_work_name) or its function's.
@@ -150,7 +152,7 @@ inline constexpr long FD_LEFT_TO_PROGRAM = 64;
 // Context: no engine lock. Takes the library's one spare descriptor if it
 // has none (the monitor's start).
 void fd_spare_take();
-// Context: no engine lock, or D. Opens in the spare's slot: closes the
+// Context: no engine lock, D, or the symbol table's lock. Opens in the spare's slot: closes the
 // spare, runs open_fn (which returns a descriptor or -1), passes what it
 // opened to use_fn and keeps it as the new spare (keep), or closes it and
 // takes /dev/null in its slot. False if open_fn failed.
@@ -167,6 +169,19 @@ bool fds_to_spare(long more);
 // Context: fork (fork.cpp). The spare's lock, a leaf.
 void fd_fork_lock();
 void fd_fork_unlock();
+
+// ---- symbols.cpp ------------------------------------------------------------
+
+// Context: any (its table's lock and the spare's are leaves; the first name
+// from an object reads that object's symbol table once). The function at
+// addr from the ELF symbol table of the object it lives in ("name" or
+// "name+0xOFF"), else "OBJECT+0xOFF" for addr2line; empty if addr is in no
+// loaded object.
+std::string code_address_name(const void *addr);
+// Context: fork (fork.cpp). The symbol table's lock, a leaf (the spare's
+// nests inside it).
+void symbol_fork_lock();
+void symbol_fork_unlock();
 
 // ---- timer.cpp --------------------------------------------------------------
 
