@@ -60,6 +60,7 @@ void fork_prepare() NO_THREAD_SAFETY_ANALYSIS
 	warn_fork_lock();
 	log_fork_lock();
 	rcu_fork_lock(); // a leaf: no lock is taken under it
+	transit_fork_lock(); // a leaf: every thread's item in transit stays put
 	symbol_fork_lock(); // a leaf, with the spare's lock nested inside it
 	fd_fork_lock();     // a leaf too (taken under D)
 }
@@ -69,6 +70,9 @@ void fork_unlock(bool child) NO_THREAD_SAFETY_ANALYSIS
 	auto &h = held();
 	fd_fork_unlock();
 	symbol_fork_unlock();
+	// After the lists were dropped: what the parent's threads had in
+	// transit (on no list, no heap) becomes idle too.
+	transit_fork_unlock(child ? forget_pending : nullptr, child ? forget_delayed_work_timer : nullptr);
 	rcu_fork_unlock(child);
 	log_fork_unlock();
 	warn_fork_unlock();

@@ -73,7 +73,7 @@ static bool parse_int(const char *s, long &out)
 }
 
 constexpr attr_ops wq_attr_ops[] = {
-	{"per_cpu", [](workqueue_struct *wq, std::string &out) REQUIRES(wq->mutex) { out = (wq->flags & WQ_UNBOUND) ? "0" : "1"; },
+	{"per_cpu", [](workqueue_struct *wq, std::string &out) REQUIRES(wq->mutex) { out.assign(1, (wq->flags & WQ_UNBOUND) ? '0' : '1'); },
 	 nullptr},
 	{"max_active", [](workqueue_struct *wq, std::string &out) REQUIRES(wq->mutex) { out = std::to_string(wq->saved_max_active); },
 	 [](workqueue_struct *wq, workqueue_attrs &, const char *value) {
@@ -117,7 +117,7 @@ constexpr attr_ops wq_attr_ops[] = {
 		 return 1;
 	 }},
 	{"affinity_strict",
-	 [](workqueue_struct *wq, std::string &out) REQUIRES(wq->mutex) { out = wq->unbound_attrs.affn_strict ? "1" : "0"; },
+	 [](workqueue_struct *wq, std::string &out) REQUIRES(wq->mutex) { out.assign(1, wq->unbound_attrs.affn_strict ? '1' : '0'); },
 	 [](workqueue_struct *, workqueue_attrs &a, const char *value) {
 		 long v;
 		 if (!parse_int(value, v))

@@ -15,6 +15,8 @@ struct rcu_state {
 	mutex lock;
 	rcu_work *waiting = nullptr;   // lock: queued since the running batch took its list
 	rcu_work *batch = nullptr;     // lock: the list the running grace period serves
+	rcu_work *releasing = nullptr; // lock: served, oldest first, being queued one by one
+	bool in_release = false;       // lock: gp_fn is queueing `releasing` (flush_rcu_work waits)
 	bool scheduled = false;        // lock: the grace-period item is queued or running
 	std::atomic<void (*)(void)> sync{nullptr};
 	workqueue_struct *wq = nullptr; // lock: created on first use
@@ -50,10 +52,10 @@ void gp_fn(work_struct *)
 	if (auto sync = s.sync.load())
 		sync();
 	bool again;
-	rcu_work *rev = nullptr;
 	{
-		// Under the lock: flush_rcu_work walks the batch's links.
+		// Under the lock: flush_rcu_work and a fork child walk the links.
 		lock_guard lk(s.lock);
+		rcu_work *rev = nullptr;
 		while (list) { // oldest first: the list was pushed at the head
 			rcu_work *n = list->cmwq_next;
 			list->cmwq_next = rev;
@@ -61,14 +63,28 @@ void gp_fn(work_struct *)
 			list = n;
 		}
 		s.batch = nullptr;
+		s.releasing = rev;
+		s.in_release = true;
 		again = s.waiting != nullptr;
 		s.scheduled = again;
 	}
-	while (rev) {
-		rcu_work *n = rev->cmwq_next;
-		rev->cmwq_next = nullptr;
-		do_queue_work(WORK_CPU_UNBOUND, rev->wq, &rev->work);
-		rev = n;
+	// Each item leaves the list under the lock, named in this thread's
+	// transit slot until it is on its workqueue's list: a fork child finds
+	// every served item in one place or the other.
+	for (;;) {
+		rcu_work *r;
+		{
+			lock_guard lk(s.lock);
+			r = s.releasing;
+			if (!r) {
+				s.in_release = false;
+				break;
+			}
+			s.releasing = r->cmwq_next;
+			r->cmwq_next = nullptr;
+			transit_begin(&r->work);
+		}
+		do_queue_work(WORK_CPU_UNBOUND, r->wq, &r->work);
 	}
 	if (again)
 		(void)queue_work(s.wq, &s.gp);
@@ -84,14 +100,15 @@ void cmwq::detail::rcu_fork_unlock(bool child) NO_THREAD_SAFETY_ANALYSIS
 	if (child) {
 		// The parent's grace period and its waiting items are the
 		// parent's: idle here, so the child may queue them again.
-		for (rcu_work *l : {s.waiting, s.batch})
+		for (rcu_work *l : {s.waiting, s.batch, s.releasing})
 			for (rcu_work *r = l; r;) {
 				rcu_work *n = r->cmwq_next;
 				r->cmwq_next = nullptr;
 				forget_pending(&r->work);
 				r = n;
 			}
-		s.waiting = s.batch = nullptr;
+		s.waiting = s.batch = s.releasing = nullptr;
+		s.in_release = false;
 		s.scheduled = false;
 	}
 	s.lock.unlock();
@@ -116,8 +133,11 @@ bool queue_rcu_work(workqueue_struct *wq, rcu_work *rwork)
 					    "initialised with INIT_RCU_WORK?); not queued");
 		return false;
 	}
-	if (test_and_set_pending(&rwork->work))
+	transit_begin(&rwork->work); // until it is on a list (transit.cpp)
+	if (test_and_set_pending(&rwork->work)) {
+		transit_end(&rwork->work);
 		return false;
+	}
 	rwork->wq = wq;
 	auto &s = rs();
 	if (!s.sync.load()) {
@@ -145,6 +165,7 @@ bool queue_rcu_work(workqueue_struct *wq, rcu_work *rwork)
 		} else {
 			rwork->cmwq_next = s.waiting;
 			s.waiting = rwork;
+			transit_end(&rwork->work); // listed: a fork child finds it there
 			kick = !s.scheduled;
 			s.scheduled = true;
 			gwq = s.wq;
@@ -164,13 +185,21 @@ bool flush_rcu_work(rcu_work *rwork)
 	auto &s = rs();
 	bool waited = false;
 	for (;;) {
-		bool in_gp;
+		bool in_gp, in_release;
 		{
 			lock_guard lk(s.lock);
-			in_gp = listed(s.waiting, rwork) || listed(s.batch, rwork);
+			in_gp = listed(s.waiting, rwork) || listed(s.batch, rwork) || listed(s.releasing, rwork);
+			in_release = s.in_release;
 		}
-		if (!in_gp)
+		if (!in_gp) {
+			// Served, and perhaps taken off the list but not queued yet:
+			// the running grace-period item queues it before it returns.
+			if (in_release && work_pending(&rwork->work)) {
+				waited = true;
+				(void)flush_work(&s.gp);
+			}
 			break;
+		}
 		waited = true;
 		(void)flush_work(&s.gp);
 	}

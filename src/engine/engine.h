@@ -10,6 +10,7 @@
 //   1  cpus.cpp                             the process's CPUs, topology and cgroup CPU quota
 //   1  fds.cpp                              the library's descriptors: one spare, the program's last ones left
 //   1  symbols.cpp                          names of code addresses from the objects' ELF symbol tables
+//   1  transit.cpp                          each thread's item in transit, for a fork child
 //   2  detect.cpp, debug.cpp                the workers' context-switch events; debug_objects
 //   3  pool.cpp                             worker_pool: idle list, kick_pool, culling, pools
 //   4  pwq.cpp                              pool_workqueue: state word, nr_active, release
@@ -183,6 +184,40 @@ std::string code_address_name(const void *addr);
 void symbol_fork_lock();
 void symbol_fork_unlock();
 
+// ---- transit.cpp ------------------------------------------------------------
+
+// What the calling thread is moving (transit.cpp's header says why): the
+// item whose PENDING it owns outside every list, and (the timer thread) the
+// engine timer whose callback it is about to run.
+struct transit_slot {
+	std::atomic<work_struct *> work{nullptr};
+	std::atomic<timer_list *> timer{nullptr};
+	bool registered = false;
+};
+extern constinit thread_local transit_slot tl_transit;
+// Context: no lock. Adds this thread's slot to the registry (once).
+void transit_register();
+// Context: no lock; before the PENDING RMW that the store is ordered by.
+// Names w as this thread's item in transit.
+inline void transit_begin(work_struct *w)
+{
+	if (!tl_transit.registered) [[unlikely]]
+		transit_register();
+	tl_transit.work.store(w, std::memory_order_relaxed);
+}
+// Context: under the lock that hands w over (or with w still owned, when the
+// call gives up). The slot no longer names w.
+inline void transit_end(const work_struct *w)
+{
+	if (tl_transit.work.load(std::memory_order_relaxed) == w)
+		tl_transit.work.store(nullptr, std::memory_order_relaxed);
+}
+// Context: fork (fork.cpp). The registry's lock, a leaf. In the child
+// (work_fn non-null) every item and timer a slot names goes to work_fn and
+// timer_fn; the parent passes NULL for both.
+void transit_fork_lock();
+void transit_fork_unlock(void (*work_fn)(work_struct *), void (*timer_fn)(timer_list *));
+
 // ---- timer.cpp --------------------------------------------------------------
 
 // Context: fork (fork.cpp). Take the timer lock; release it in the parent
@@ -197,8 +232,10 @@ void timer_fork_unlock(void (*dropped)(timer_list *));
 // engine's timers.
 inline constexpr unsigned TIMER_ENGINE_OWNED = 1u << 31;
 // Context: any lock but the timer lock. Arms (or re-arms) t as an engine
-// timer (TIMER_ENGINE_OWNED).
-void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *));
+// timer (TIMER_ENGINE_OWNED); handover: the item in transit (transit.cpp)
+// that the armed timer now holds.
+void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *),
+	       const work_struct *handover = nullptr);
 // Context: as timer_add. Arms t unless it is armed already; whether it armed it.
 bool timer_add_if_idle(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *));
 // Context: no lock. Starts the timer thread if an earlier start failed.

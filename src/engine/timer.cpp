@@ -118,6 +118,14 @@ void *timer_thread(void *)
 		auto fn = t->function;
 		bool engine_owned = t->flags & TIMER_ENGINE_OWNED;
 		b.running = t;
+		// Off the heap and not yet run: a fork child finds an engine timer
+		// (a delayed work's) in this thread's transit slot. A program's
+		// timer is not named: its callback may free it.
+		if (engine_owned) {
+			if (!tl_transit.registered)
+				transit_register();
+			tl_transit.timer.store(t, std::memory_order_relaxed);
+		}
 		lk.unlock();
 		uint64_t t0 = now_ns();
 		tl_in_timer = true;
@@ -125,6 +133,7 @@ void *timer_thread(void *)
 		tl_in_timer = false;
 		report_slow_callback(fn, engine_owned, now_ns() - t0);
 		lk.lock();
+		tl_transit.timer.store(nullptr, std::memory_order_relaxed);
 		b.running = nullptr;
 		b.done.notify_all();
 	}
@@ -184,7 +193,7 @@ void heap_place(timer_base &b, timer_list *t, uint64_t expires_ns) REQUIRES(b.lo
 
 } // namespace
 
-void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *))
+void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *), const work_struct *handover)
 {
 	auto &b = tb();
 	lock_guard lk(b.lock);
@@ -192,6 +201,8 @@ void timer_add(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *))
 	t->function = fn;
 	t->flags |= TIMER_ENGINE_OWNED;
 	heap_place(b, t, expires_ns);
+	if (handover)
+		transit_end(handover); // armed: a fork child finds it in the heap
 }
 
 bool timer_add_if_idle(timer_list *t, uint64_t expires_ns, void (*fn)(timer_list *))

@@ -61,6 +61,7 @@ void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work) NO_THRE
 		warn_once_msg("cannot-queue-" + wq->name, "workqueue: cannot queue " + work_name(work) +
 								    " on wq " + wq->name);
 		clear_pending_keep_offq(work);
+		transit_end(work);
 		return;
 	}
 	if ((wqf & __WQ_DEPRECATED) && params().warn_migration.load(std::memory_order_relaxed)) [[unlikely]]
@@ -120,6 +121,7 @@ void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work) NO_THRE
 		} else {
 			insert_work(pwq, work, &pwq->inactive_works, cflags | WORK_STRUCT_INACTIVE);
 		}
+		transit_end(work); // on a list, under the lock a fork takes
 		pool->lock.unlock();
 		break;
 	}
@@ -131,6 +133,10 @@ void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work) NO_THRE
 static void delayed_work_fire(timer_list *t)
 {
 	auto *dw = container_of(t, delayed_work, timer);
+	// The timer thread named the timer; the item takes its place until it
+	// is on a list.
+	transit_begin(&dw->work);
+	tl_transit.timer.store(nullptr, std::memory_order_relaxed);
 	do_queue_work(dw->cpu, dw->wq, &dw->work);
 }
 
@@ -160,7 +166,7 @@ static void do_queue_delayed_work(int cpu, workqueue_struct *wq, delayed_work *d
 		debug_work_active(&dw->work);
 	// Capped at the kernel's wheel reach (about 12 days): no product wraps.
 	uint64_t ms = std::min<uint64_t>(delay, CMWQ_TIMER_MAX_DELTA);
-	timer_add(&dw->timer, now_ns() + ms * 1000000ull, delayed_work_timer_fn);
+	timer_add(&dw->timer, now_ns() + ms * 1000000ull, delayed_work_timer_fn, &dw->work);
 }
 
 enum { WORK_CANCEL_DELAYED = 1, WORK_CANCEL_DISABLE = 2 };
@@ -224,6 +230,7 @@ static bool do_cancel_work(work_struct *work, unsigned cflags)
 {
 	if (!work && null_arg("cancel_work", "work"))
 		return false;
+	transit_begin(work);
 	int ret = work_grab_pending(work, cflags);
 	unsigned long data = work_data(work);
 	unsigned long depth = offq_depth(data);
@@ -235,6 +242,7 @@ static bool do_cancel_work(work_struct *work, unsigned cflags)
 	}
 	__atomic_store_n(&work->data, make_offq(offq_pool(data), depth, data & (1UL << WORK_OFFQ_BH_BIT)),
 			 __ATOMIC_RELEASE);
+	transit_end(work);
 	if (ret && debug_objects_on())
 		debug_work_idle(work);
 	return ret != 0;
@@ -448,11 +456,12 @@ bool queue_work_on(int cpu, workqueue_struct *wq, work_struct *work)
 {
 	if (wq_refused(wq, "queue_work_on") || work_refused(work, "queue_work_on"))
 		return false;
-	if (test_and_set_pending(work))
+	transit_begin(work);
+	if (test_and_set_pending(work) || clear_pending_if_disabled(work)) {
+		transit_end(work);
 		return false;
-	if (clear_pending_if_disabled(work))
-		return false;
-	do_queue_work(cpu, wq, work);
+	}
+	do_queue_work(cpu, wq, work); // ends the transit under the pool lock
 	return true;
 }
 
@@ -485,11 +494,12 @@ bool queue_delayed_work_on(int cpu, workqueue_struct *wq, delayed_work *dwork, u
 		return false;
 	if (wq_refused(wq, "queue_delayed_work_on") || work_refused(&dwork->work, "queue_delayed_work_on"))
 		return false;
-	if (test_and_set_pending(&dwork->work))
+	transit_begin(&dwork->work);
+	if (test_and_set_pending(&dwork->work) || clear_pending_if_disabled(&dwork->work)) {
+		transit_end(&dwork->work);
 		return false;
-	if (clear_pending_if_disabled(&dwork->work))
-		return false;
-	do_queue_delayed_work(cpu, wq, dwork, delay);
+	}
+	do_queue_delayed_work(cpu, wq, dwork, delay); // ends the transit under its lock
 	return true;
 }
 
@@ -499,9 +509,11 @@ bool mod_delayed_work_on(int cpu, workqueue_struct *wq, delayed_work *dwork, uns
 		return false;
 	if (wq_refused(wq, "mod_delayed_work_on") || work_refused(&dwork->work, "mod_delayed_work_on"))
 		return false;
+	transit_begin(&dwork->work);
 	int ret = work_grab_pending(&dwork->work, WORK_CANCEL_DELAYED);
 	if (!clear_pending_if_disabled(&dwork->work))
 		do_queue_delayed_work(cpu, wq, dwork, delay);
+	transit_end(&dwork->work); // disabled: given back
 	return ret != 0;
 }
 
@@ -519,8 +531,10 @@ bool flush_delayed_work(delayed_work *dwork)
 	// As the kernel, with a synchronous delete: a timer callback that is
 	// queueing the item right now finishes first, so flush_work finds the
 	// item queued rather than "idle" in between.
+	transit_begin(&dwork->work);
 	if (ktimer_delete(&dwork->timer, !tl_in_timer, false))
 		do_queue_work(dwork->cpu, dwork->wq, &dwork->work);
+	transit_end(&dwork->work);
 	return flush_work(&dwork->work);
 }
 
