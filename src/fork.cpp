@@ -21,6 +21,8 @@
 namespace cmwq::detail {
 namespace {
 
+std::atomic<unsigned> fork_generation{0}; // the forks between the first process and this one
+
 // The locks held over fork, in the order they were taken. Collected under
 // G in prepare, used again by the parent and child handlers (one thread).
 struct fork_locks {
@@ -203,6 +205,7 @@ void fork_child() NO_THREAD_SAFETY_ANALYSIS
 	for (auto *wq : rescued)
 		rescuer_fork_child(wq);
 	g().child_first_use.store(true);
+	fork_generation.fetch_add(1, std::memory_order_relaxed);
 }
 
 } // namespace
@@ -214,3 +217,8 @@ void fork_handlers_install()
 }
 
 } // namespace cmwq::detail
+
+extern "C" unsigned cmwq_fork_generation(void)
+{
+	return cmwq::detail::fork_generation.load(std::memory_order_relaxed);
+}

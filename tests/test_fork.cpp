@@ -13,6 +13,7 @@
 #include <cmwq/control.h>
 #include <cmwq/introspect.hpp>
 #include <cmwq/params.h>
+#include <cmwq/task.hpp>
 #include <cmwq/linux/workqueue.h>
 #include <cmwq/topology.hpp>
 
@@ -591,4 +592,36 @@ TEST(fork, the_child_closes_the_parents_context_switch_events)
 	EXPECT_EQ(in_child(child_holds_no_detector_fd), 0) << "the child kept the parent's events";
 	destroy_workqueue(wq);
 	cmwq_param_set("cmwq.block_detect", std::string(prev) == "perf" ? "auto" : prev);
+}
+
+namespace {
+std::atomic<bool> task_release{false};
+cmwq::task<int> *parents_task;
+
+int child_waits_for_the_parents_task()
+{
+	try {
+		(void)parents_task->get();
+		return 2; // it cannot have run here
+	} catch (const cmwq::task_cancelled &) {
+		return 0;
+	}
+}
+} // namespace
+
+// A task the parent submitted and that had not finished at the fork runs
+// in the parent only: in the child, get() throws task_cancelled instead of
+// waiting for ever.
+TEST(fork, a_parents_unfinished_task_reads_as_cancelled_in_the_child)
+{
+	task_release = false;
+	auto t = cmwq::submit(system_dfl_wq, [] {
+		while (!task_release.load())
+			std::this_thread::sleep_for(1ms);
+		return 7;
+	});
+	parents_task = &t;
+	EXPECT_EQ(in_child(child_waits_for_the_parents_task), 0) << "2: get() returned; 1014: it hung";
+	task_release = true;
+	EXPECT_EQ(t.get(), 7);
 }

@@ -8,9 +8,11 @@
 // workqueues, switching the unbound pools' mode (kernel and managed
 // concurrency, the local wake on and off) and the block detector (perf,
 // sample, off, auto), the kernel timer API (mod_timer, timer_delete,
-// timer_delete_sync: every arming fires once or is deleted once) and C++
+// timer_delete_sync: every arming fires once or is deleted once), C++
 // tasks (submit, cancel, dropped: every task runs once or is cancelled
-// once). Runs for CMWQ_STRESS_SECONDS (default 4).
+// once) and rcu_work over a grace period that sleeps (queue_rcu_work and
+// flush_rcu_work: every true from a queue call is one run). Runs for
+// CMWQ_STRESS_SECONDS (default 4).
 #include <gtest/gtest.h>
 
 #include <cmwq/linux/timer.h>
@@ -55,6 +57,22 @@ struct ktimer {
 void ktimer_fn(timer_list *t)
 {
 	container_of(t, ktimer, t)->fired++;
+}
+
+struct rcu_item {
+	rcu_work rw;
+	std::atomic<long> queued{0}, runs{0};
+};
+
+void rcu_item_fn(work_struct *w)
+{
+	container_of(to_rcu_work(w), rcu_item, rw)->runs++;
+}
+
+// A grace period: 100 us, enough for items to arrive while one runs.
+void stress_grace_period()
+{
+	std::this_thread::sleep_for(100us);
 }
 
 double stress_seconds()
@@ -111,6 +129,11 @@ TEST(stress, every_operation_from_8_threads_runs_or_cancels_each_queued_item_onc
 	for (auto &kt : timers)
 		timer_setup(&kt.t, ktimer_fn, 0);
 	std::atomic<long> task_submitted{0}, task_runs{0}, task_cancelled{0};
+	constexpr int nrcu = 8;
+	std::vector<rcu_item> rcus(nrcu);
+	for (auto &r : rcus)
+		INIT_RCU_WORK(&r.rw, rcu_item_fn);
+	ASSERT_EQ(cmwq_set_rcu_synchronize(stress_grace_period), 0);
 
 	std::vector<std::thread> ts;
 	for (int t = 0; t < 8; t++)
@@ -122,7 +145,7 @@ TEST(stress, every_operation_from_8_threads_runs_or_cancels_each_queued_item_onc
 				int k = static_cast<int>(rng() % nitems);
 				item &it = items[static_cast<size_t>(k)];
 				workqueue_struct *wq = wqs[k % nwq]; // an item stays on one workqueue
-				switch (rng() % 23) {
+				switch (rng() % 24) {
 				case 0: case 1: case 2:
 					if (queue_work(wq, &it.dw.work))
 						it.queued++;
@@ -258,6 +281,15 @@ TEST(stress, every_operation_from_8_threads_runs_or_cancels_each_queued_item_onc
 						task.wait();
 					break; // dropped: it still runs
 				}
+				case 22: {
+					int r = static_cast<int>(rng() % nrcu);
+					rcu_item &ri = rcus[static_cast<size_t>(r)];
+					if (rng() % 3 == 0)
+						flush_rcu_work(&ri.rw);
+					else if (queue_rcu_work(wqs[r % nwq], &ri.rw))
+						ri.queued++;
+					break;
+				}
 				default:
 					std::this_thread::yield();
 					break;
@@ -279,6 +311,11 @@ TEST(stress, every_operation_from_8_threads_runs_or_cancels_each_queued_item_onc
 		EXPECT_EQ(kt.armed.load(), kt.fired.load() + kt.deleted.load())
 			<< "a timer: armed " << kt.armed << ", fired " << kt.fired << ", deleted " << kt.deleted;
 	}
+	for (auto &r : rcus) {
+		flush_rcu_work(&r.rw);
+		EXPECT_EQ(r.queued.load(), r.runs.load()) << "an rcu_work: queued " << r.queued << ", ran " << r.runs;
+	}
+	cmwq_set_rcu_synchronize(nullptr);
 	for (auto &it : items)
 		flush_delayed_work(&it.dw);
 	for (auto *wq : wqs)

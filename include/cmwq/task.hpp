@@ -70,6 +70,10 @@ struct task_base {
 	std::coroutine_handle<> cont{};
 	std::exception_ptr error{};
 	void (*destroy)(task_base *) noexcept = nullptr;
+	// The process that made it: in a fork child the run belongs to the
+	// parent (the child drops the parent's items), so waiting there would
+	// never end; the child's copy is cancelled instead (forked()).
+	unsigned gen = cmwq_fork_generation();
 
 	static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
 	const std::uint32_t *word() const noexcept { return reinterpret_cast<const std::uint32_t *>(&state); }
@@ -94,6 +98,8 @@ struct task_base {
 		std::uint32_t s = state.load(std::memory_order_acquire);
 		if (s & TASK_DONE)
 			return true;
+		if (forked())
+			return true;
 		if (n.ws.func && cmwq_wait_would_deadlock(&n.ws, "waits (cmwq::task) for"))
 			return false;
 		cmwq_blocking_begin();
@@ -106,9 +112,20 @@ struct task_base {
 		cmwq_blocking_end();
 		return true;
 	}
+	// Made in a parent process and not done at the fork: it never will be
+	// here, so it is cancelled (get() throws task_cancelled). True then.
+	bool forked() noexcept
+	{
+		if (gen == cmwq_fork_generation())
+			return false;
+		(void)finish(TASK_CANCELLED);
+		return true;
+	}
 	// A coroutine suspends until done; false if done already (resume now).
 	bool await(std::coroutine_handle<> h) noexcept
 	{
+		if (!done() && forked())
+			return false; // resume now: get() throws task_cancelled
 		cont = h;
 		return !(state.fetch_or(TASK_CONT, std::memory_order_acq_rel) & TASK_DONE);
 	}

@@ -550,6 +550,10 @@ bool cmwq_wait_would_deadlock(struct work_struct *work, const char *verb);
  * of every waiter: what the C++ API's tasks wait with. */
 void cmwq_futex_wait(const uint32_t *word, uint32_t expected);
 void cmwq_futex_wake(const uint32_t *word);
+/* How many fork()s lie between the first process and this one (0 in it): a
+ * C++ task made in a parent can never finish in a child, whose copy of it
+ * then reads as cancelled. */
+unsigned cmwq_fork_generation(void);
 
 /* ---- freezer (spec 4.8) --------------------------------------------------- */
 
