@@ -395,7 +395,32 @@ TEST(bad_input, zeroed_item_and_destroyed_workqueue_are_refused)
 	drain_workqueue(wq);
 	destroy_workqueue(wq);
 	workqueue_set_max_active(wq, 2);
+	// Every other call that takes a workqueue.
+	delayed_work dw;
+	INIT_DELAYED_WORK(&dw, dbg_fn);
+	rcu_work rw;
+	INIT_RCU_WORK(&rw, dbg_fn);
+	EXPECT_FALSE(queue_work_node(0, wq, &w));
+	EXPECT_FALSE(queue_delayed_work_on(WORK_CPU_UNBOUND, wq, &dw, 1));
+	EXPECT_FALSE(mod_delayed_work_on(WORK_CPU_UNBOUND, wq, &dw, 1));
+	EXPECT_FALSE(queue_rcu_work(wq, &rw));
+	EXPECT_FALSE(workqueue_congested(WORK_CPU_UNBOUND, wq));
+	workqueue_set_min_active(wq, 1);
+	workqueue_attrs *attrs = alloc_workqueue_attrs();
+	EXPECT_NE(apply_workqueue_attrs(wq, attrs), 0);
+	free_workqueue_attrs(attrs);
+	show_one_workqueue(wq);
+	EXPECT_NE(workqueue_sysfs_register(wq), 0);
+	uint64_t stats[PWQ_NR_STATS];
+	std::fill(std::begin(stats), std::end(stats), uint64_t{7});
+	cmwq_workqueue_stats(wq, stats);
+	EXPECT_EQ(stats[0], 0u);
 	std::string err = testing::internal::GetCapturedStderr();
+	for (const char *call : {"queue_work_node", "queue_delayed_work_on", "mod_delayed_work_on", "queue_rcu_work",
+				 "workqueue_congested", "workqueue_set_min_active", "workqueue_set_max_active",
+				 "apply_workqueue_attrs", "show_one_workqueue", "workqueue_sysfs_register",
+				 "cmwq_workqueue_stats", "drain_workqueue"})
+		EXPECT_NE(err.find(std::string("cmwq: ") + call + "(): workqueue "), std::string::npos) << call << "\n" << err;
 	cmwq_param_set("cmwq.debug_objects", "0");
 	EXPECT_NE(err.find("queue_work_on(): work item "), std::string::npos) << err;
 	EXPECT_NE(err.find("has no function (never initialised with INIT_WORK?); not queued"), std::string::npos)

@@ -30,6 +30,12 @@ extern "C" {
 
 void cmwq_workqueue_stats(struct workqueue_struct *wq, uint64_t stats[PWQ_NR_STATS])
 {
+	if (!stats && null_arg("cmwq_workqueue_stats", "stats"))
+		return;
+	if (wq_refused(wq, "cmwq_workqueue_stats")) {
+		std::fill(stats, stats + PWQ_NR_STATS, uint64_t{0});
+		return;
+	}
 	lock_guard wk(wq->mutex);
 	sum_stats(wq, stats);
 }

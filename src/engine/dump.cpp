@@ -228,6 +228,8 @@ void print_worker_info(const char *log_lvl, struct cmwq_task *task)
 
 void show_one_workqueue(struct workqueue_struct *wq)
 {
+	if (wq_refused(wq, "show_one_workqueue"))
+		return;
 	log_dump(LOG_INFO, [wq](FILE *f) {
 		lock_guard wk(wq->mutex);
 		show_wq(f, wq, now_ns());
