@@ -74,6 +74,8 @@ void usage(FILE *out)
 		"  --param NAME=VALUE  set a cmwq parameter (cmwq_param_set) before measuring;\n"
 		"                      repeatable, e.g. --param cmwq.idle_spin_ns=5000\n"
 		"  --timeout S         limit for one run, then a state dump (default 120)\n"
+		"  --idle-wakeups S    after a burst, the wakeups per minute of cmwq and each peer\n"
+		"                      (--peers filters) over S idle seconds, each in its own process\n"
 		"  --quick             small sizes, for smoke tests\n"
 		"  --json              one JSON object on stdout instead of tables\n"
 		"  --json-out FILE     tables on stdout and the JSON object to FILE\n"
@@ -166,6 +168,8 @@ options parse_options(int argc, char **argv)
 			o.items = static_cast<int>(parse_long(a, value(), 1, 100000000));
 		} else if (a == "--warmup") {
 			o.warmup = static_cast<int>(parse_long(a, value(), 0, 100000000));
+		} else if (a == "--idle-wakeups") {
+			o.idle_secs = static_cast<double>(parse_long(a, value(), 1, 3600));
 		} else if (a == "--cxx") {
 			o.cxx = true;
 		} else if (a == "--repeat") {

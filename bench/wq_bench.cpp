@@ -561,8 +561,12 @@ int main(int argc, char **argv)
 	std::string cmdline = "wq_bench";
 	for (int i = 1; i < argc; i++)
 		cmdline += std::string(" ") + argv[i];
+	if (argc >= 2 && std::string(argv[1]) == "--idle-one")
+		return idle_child(argc, argv);
 	bench b;
 	b.o = parse_options(argc, argv);
+	if (b.o.idle_secs > 0)
+		return run_idle_wakeups(b.o, argv);
 	if (!b.o.sysfs_root.empty())
 		sysfs_root_reexec(b.o, argv);
 

@@ -46,9 +46,14 @@ struct options {
 	std::vector<int> max_actives{8, 768};
 	std::string sysfs_root;
 	double timeout = 120;
+	double idle_secs = 0; // --idle-wakeups
 	std::vector<std::pair<std::string, std::string>> params; // --param
 };
 
+// --idle-wakeups (idle.cpp): the table, each executor measured in a child
+// started as `wq_bench --idle-one NAME SECONDS` (idle_child).
+int run_idle_wakeups(const options &o, char **argv);
+int idle_child(int argc, char **argv);
 // The command line (bench_options.cpp); exits 2 with a message on bad input.
 options parse_options(int argc, char **argv);
 // --sysfs-root: checks the snapshot and re-executes with CMWQ_SYSFS_ROOT.

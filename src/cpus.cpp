@@ -15,17 +15,15 @@ namespace cmwq::detail {
 
 namespace {
 
-// The first line of path, or "" when it cannot be read.
+// The first line of path, or "" when it cannot be read (through the
+// library's spare descriptor: the quota is read again while the program
+// runs).
 std::string read_line(const std::string &path)
 {
-	std::string out;
-	if (FILE *f = fopen(path.c_str(), "re")) {
-		char buf[256];
-		if (fgets(buf, sizeof(buf), f))
-			out = buf;
-		fclose(f);
-	}
-	while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
+	std::string out = read_small_file(path);
+	if (size_t nl = out.find('\n'); nl != std::string::npos)
+		out.resize(nl);
+	while (!out.empty() && out.back() == ' ')
 		out.pop_back();
 	return out;
 }
@@ -57,15 +55,14 @@ unsigned least_along(std::string dir, const std::string &root, F limit_at)
 
 unsigned read_cpu_quota(const std::string &proc_cgroup, const std::string &root)
 {
-	FILE *f = fopen(proc_cgroup.c_str(), "re");
-	if (!f)
-		return 0;
+	std::string text = read_small_file(proc_cgroup);
 	unsigned best = 0;
-	char line[1024];
-	while (fgets(line, sizeof(line), f)) {
-		std::string l(line);
-		while (!l.empty() && l.back() == '\n')
-			l.pop_back();
+	for (size_t at = 0; at < text.size();) {
+		size_t nl = text.find('\n', at);
+		if (nl == std::string::npos)
+			nl = text.size();
+		std::string l = text.substr(at, nl - at);
+		at = nl + 1;
 		size_t a = l.find(':'), b = a == std::string::npos ? a : l.find(':', a + 1);
 		if (b == std::string::npos)
 			continue;
@@ -93,7 +90,6 @@ unsigned read_cpu_quota(const std::string &proc_cgroup, const std::string &root)
 		if (q && (!best || q < best))
 			best = q;
 	}
-	fclose(f);
 	return best;
 }
 

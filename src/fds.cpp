@@ -108,6 +108,22 @@ bool fds_to_spare(long more)
 	return fd_limit() - open_now - more >= FD_LEFT_TO_PROGRAM;
 }
 
+std::string read_small_file(const std::string &path)
+{
+	std::string out;
+	with_spare_fd([&] { return open(path.c_str(), O_RDONLY | O_CLOEXEC); },
+		      [&](int fd) {
+			      char buf[4096];
+			      while (out.size() < 65536) {
+				      ssize_t n = read(fd, buf, sizeof(buf));
+				      if (n <= 0)
+					      break;
+				      out.append(buf, static_cast<size_t>(n));
+			      }
+		      });
+	return out;
+}
+
 void fd_fork_lock() NO_THREAD_SAFETY_ANALYSIS
 {
 	spare().lock.lock();

@@ -72,7 +72,7 @@ void ensure_started()
 		params_load_env();
 		gl.real_cpus = affinity_cpus();
 		// A quota set in CMWQ_PARAMS wins over the cgroup's.
-		if (!params().cpu_quota.load())
+		if (!params().cpu_quota_set.load())
 			params().cpu_quota.store(read_cpu_quota("/proc/self/cgroup", "/sys/fs/cgroup"));
 		gl.topo = read_topology(params().cache_shard_size.load());
 		for (auto &w : gl.topo.warnings)

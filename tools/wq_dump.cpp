@@ -51,6 +51,8 @@ Environment: CMWQ_SYSFS_ROOT (a saved sysfs tree instead of /sys), CMWQ_PARAMS
 Affinity Scopes
   usable              CPUs the library uses (online, within the process
                       affinity mask unless a snapshot is read)
+  cpu_quota           the process's cgroup CPU quota in whole CPUs (cmwq.cpu_quota;
+                      none: no quota); effective_cpus: usable, at most the quota
   cache_shard_size    cores per cache_shard pod the pods were built for
   wq_unbound_cpumask  CPUs unbound workqueues may use
   CPU SMT CACHE CACHE_SHARD NUMA SYSTEM: one block per scope; "(default)"
@@ -175,11 +177,32 @@ std::string heading(const char *title)
 
 // ---- tables ----
 
+// cmwq.cpu_quota: the process's cgroup CPU quota in whole CPUs (0: none).
+unsigned cpu_quota()
+{
+	char buf[32] = {};
+	if (cmwq_param_get("cmwq.cpu_quota", buf, sizeof(buf)) != 0)
+		return 0;
+	return static_cast<unsigned>(std::strtoul(buf, nullptr, 10));
+}
+
+// What managed unbound pools size their concurrency from: the usable CPUs,
+// at most the quota.
+size_t effective_cpus(const cmwq::topology &t, unsigned quota)
+{
+	return quota && quota < t.usable.size() ? quota : t.usable.size();
+}
+
 void print_scopes(const context &c, std::ostream &out)
 {
 	const auto &t = c.topo;
 	out << heading("Affinity Scopes");
 	out << "usable=" << cpus_str(c, t.usable) << "\n";
+	if (!c.opt.topology_only) {
+		unsigned q = cpu_quota();
+		out << "cpu_quota=" << (q ? std::to_string(q) : std::string("none")) << " effective_cpus="
+		    << effective_cpus(t, q) << "\n";
+	}
 	out << "cache_shard_size=" << t.cache_shard_size << "\n";
 	if (!c.unbound_cpumask.empty()) {
 		std::string mask = c.unbound_cpumask;
@@ -388,6 +411,11 @@ void print_json(const context &c, std::ostream &out)
 	out << "\"nr_nodes\": " << t.nr_nodes << ",\n";
 	out << "\"default_scope\": " << json_str(c.default_scope) << ",\n";
 	out << "\"cache_shard_size\": " << t.cache_shard_size << ",\n";
+	if (!c.opt.topology_only) {
+		unsigned q = cpu_quota();
+		out << "\"cpu_quota\": " << q << ",\n";
+		out << "\"effective_cpus\": " << effective_cpus(t, q) << ",\n";
+	}
 	if (!c.unbound_cpumask.empty()) {
 		auto cpus = cmwq::parse_cpumask_hex(c.unbound_cpumask);
 		out << "\"unbound_cpumask\": " << json_arr(cpus.value_or(std::vector<int>{})) << ",\n";

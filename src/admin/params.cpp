@@ -153,6 +153,7 @@ std::vector<param> &table()
 				      if (!parse_ulong(s, 65536ul, x))
 					      return -EINVAL;
 				      p.cpu_quota.store(static_cast<unsigned>(x));
+				      p.cpu_quota_set.store(true); // the monitor stops following the cgroups
 				      if (g().usable.empty())
 					      return 0; // applied at start
 				      return set_unbound_concurrency(p.unbound_managed.load());

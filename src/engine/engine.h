@@ -167,6 +167,9 @@ long open_fd_count();
 // Context: no engine lock, or D. Whether `more` new long-lived descriptors
 // still leave FD_LEFT_TO_PROGRAM free (true when it cannot be told).
 bool fds_to_spare(long more);
+// Context: any (the spare's lock is a leaf). The file's contents (at most
+// 64 KiB), read in the spare's slot; "" when it cannot be read.
+std::string read_small_file(const std::string &path);
 // Context: fork (fork.cpp). The spare's lock, a leaf.
 void fd_fork_lock();
 void fd_fork_unlock();

@@ -508,7 +508,8 @@ struct params_t {
 	// The CPUs' worth of time the process's cgroup quota allows (cgroup v2
 	// cpu.max, v1 cfs_quota_us/cfs_period_us, rounded up, the least along
 	// the path to the root); 0: no quota. Read at start, writable.
-	std::atomic<unsigned> cpu_quota{0};  // a WQ_WARN_ON_ONCE aborts after its message (the kernel's panic_on_warn)
+	std::atomic<unsigned> cpu_quota{0};  // whole CPUs the cgroups allow (0: no quota)
+	std::atomic<bool> cpu_quota_set{false}; // set by the program: the cgroups' is no longer followed
 };
 
 // A fault-injection switch (cmwq.fail_*): -1 fails every attempt, N > 0

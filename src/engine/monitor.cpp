@@ -375,6 +375,27 @@ void watchdog_check(uint64_t now)
 		log_dump(LOG_ERR, [](FILE *f) { dump_all(f); });
 }
 
+// The cgroups' CPU quota is read again this often (on the monitor's passes,
+// which come at least every watchdog_thresh / 4 while idle): a container's
+// limit changed at run time (docker update --cpus) is followed within that.
+constexpr uint64_t QUOTA_REREAD_NS = 10'000'000'000ull;
+
+// Context: no lock. Unless the program set cmwq.cpu_quota itself, a new
+// quota replaces the old one and managed pools are sized again.
+void follow_cpu_quota()
+{
+	auto &p = params();
+	if (p.cpu_quota_set.load())
+		return;
+	unsigned q = read_cpu_quota("/proc/self/cgroup", "/sys/fs/cgroup");
+	if (q == p.cpu_quota.load() || p.cpu_quota_set.load())
+		return;
+	p.cpu_quota.store(q);
+	log_printf(LOG_INFO, "cmwq: the process's CPU quota is now %s; managed unbound pools follow it\n",
+		   q ? (std::to_string(q) + " CPUs").c_str() : "none");
+	set_unbound_concurrency(p.unbound_managed.load());
+}
+
 void *monitor_thread(void *)
 {
 	pthread_setname_np(pthread_self(), "cmwq/monitor");
@@ -391,8 +412,13 @@ void *monitor_thread(void *)
 	std::vector<deferred> ds;
 	int idle_wakes = 0;
 	uint64_t next_efd_try = 0;
+	uint64_t next_quota_read = now_ns() + QUOTA_REREAD_NS;
 	for (;;) {
 		state.wakeups.fetch_add(1, std::memory_order_relaxed); // each pass follows a wakeup
+		if (now_ns() >= next_quota_read) {
+			next_quota_read = now_ns() + QUOTA_REREAD_NS;
+			follow_cpu_quota();
+		}
 		if (efd < 0 && detect_mode() == BLOCK_PERF && now_ns() >= next_efd_try) {
 			// The set could not be had at start (no descriptor to spare):
 			// the workers' events, once they can be opened, are read here.
