@@ -16,18 +16,40 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMWQ_BUILD_TESTS=OFF >/dev/n
 cmake --build "$build" -j "$(nproc)" >/dev/null
 bin=$build/bench/wq_bench
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
 
-# section TITLE TEXT ARGS...: one table, its command as wq_bench prints it.
+# section TITLE TEXT ARGS...: one table, its command as wq_bench prints it
+# ($wrap, when set, runs it: the cgroup below).
+wrap=()
 section() {
 	local title=$1 text=$2
 	shift 2
 	{
 		printf '\n### %s\n\n%s\n\n```\n' "$title" "$text"
-		"$bin" "$@" 2>&1 | sed -e '/^load average at the end/d'
+		"${wrap[@]}" "$bin" "$@" 2>&1 | sed -e '/^load average at the end/d'
 		printf '```\n'
 	} >>"$out"
 }
+
+# A cgroup with a quota of one CPU (v2 cpu.max, else v1), as a container's
+# --cpus 1: root only; empty when none can be made.
+quota_group=""
+make_quota_group() {
+	[[ $(id -u) -eq 0 ]] || return 0
+	local v2 v1 name=cmwq_bench_quota_$$
+	v2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+	v1=$(awk '$3 == "cgroup" && $4 ~ /(^|,)cpu(,|$)/ { print $2; exit }' /proc/mounts)
+	if [[ -n $v2 ]] && grep -qw cpu "$v2/cgroup.controllers" 2>/dev/null &&
+		{ grep -qw cpu "$v2/cgroup.subtree_control" || echo +cpu >"$v2/cgroup.subtree_control"; } 2>/dev/null &&
+		mkdir "$v2/$name" 2>/dev/null; then
+		quota_group=$v2/$name
+		echo "100000 100000" >"$quota_group/cpu.max"
+	elif [[ -n $v1 ]] && mkdir "$v1/$name" 2>/dev/null; then
+		quota_group=$v1/$name
+		echo 100000 >"$quota_group/cpu.cfs_period_us"
+		echo 100000 >"$quota_group/cpu.cfs_quota_us"
+	fi
+}
+trap 'rm -f "$out"; [[ -n $quota_group ]] && rmdir "$quota_group" 2>/dev/null; true' EXIT
 
 model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 {
@@ -64,6 +86,23 @@ section "One shared lock, max_active 8 vs 768 (the 2023 report)" \
 section "The C++ task round trip" \
 	"\`cmwq::task\` against the C API's queue-and-wait, alternated rounds." \
 	--cxx --repeat 5
+
+make_quota_group
+if [[ -n $quota_group ]]; then
+	wrap=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$quota_group")
+	for mode in managed kernel; do
+		section "In a container's CPU quota: one CPU of $(nproc), cmwq.unbound_concurrency=$mode" \
+			"Run inside a cgroup with a quota of one CPU (as \`docker run --cpus 1\`), beside oneTBB and Asio in the same run; cmwq reads \`cmwq.cpu_quota=1\`, so a managed pool lets one worker run, the kernel mode lets the pod's." \
+			--protocol kernel,fanout --scopes cache_shard --vs --peers tbb,asio --repeat 3 \
+			--param cmwq.unbound_concurrency=$mode
+	done
+	wrap=()
+else
+	printf '\n(The CPU-quota tables need root and a cgroup with the cpu controller; not measured here.)\n' >>"$out"
+fi
+section "Idle wakeups after a burst" \
+	"Each executor in its own process: 2000 items, a second to settle, then 20 s with nothing to do; the context switches of its threads, per minute (the kernel's workqueue wakes for its watchdog every 7.5 s)." \
+	--idle-wakeups 20
 
 if [[ ${1:-} == --print ]]; then
 	cat "$out"
