@@ -554,3 +554,51 @@ TEST(bad_input, a_control_endpoint_that_failed_at_start_reads_back_0)
 	else
 		unsetenv("XDG_RUNTIME_DIR");
 }
+
+namespace {
+std::atomic<bool> drain_release{false};
+std::atomic<int> drain_b_runs{0};
+} // namespace
+
+// The kernel's queue_work returns true for an item it drops because the
+// workqueue drains; cmwq_try_queue_work says false for it, and the item is
+// idle (its owner may free it). Every true is one run.
+TEST(bad_input, try_queue_work_says_false_for_an_item_a_draining_workqueue_drops)
+{
+	static int run; // the message is once per workqueue name: a name per run
+	workqueue_struct *wq = alloc_workqueue("t_try_drain%d", WQ_UNBOUND, 0, ++run);
+	ASSERT_NE(wq, nullptr);
+	drain_release = false;
+	drain_b_runs = 0;
+	work_struct a;
+	INIT_WORK(&a, [](work_struct *) {
+		while (!drain_release.load())
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	});
+	ASSERT_TRUE(queue_work(wq, &a));
+	std::thread drainer([&] { drain_workqueue(wq); });
+	std::vector<std::unique_ptr<work_struct>> bs;
+	int accepted = 0;
+	bool refused = false;
+	testing::internal::CaptureStderr();
+	auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+	while (!refused && std::chrono::steady_clock::now() < end) {
+		bs.push_back(std::make_unique<work_struct>());
+		INIT_WORK(bs.back().get(), [](work_struct *) { drain_b_runs++; });
+		if (cmwq_try_queue_work(wq, bs.back().get())) {
+			accepted++;
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+		} else {
+			refused = true;
+			EXPECT_FALSE(work_pending(bs.back().get())) << "a refused item must be idle";
+		}
+	}
+	std::string err = testing::internal::GetCapturedStderr();
+	drain_release = true;
+	drainer.join();
+	flush_workqueue(wq);
+	destroy_workqueue(wq);
+	EXPECT_TRUE(refused) << "the draining workqueue never refused an item";
+	EXPECT_EQ(drain_b_runs.load(), accepted) << "every accepted item runs once";
+	EXPECT_NE(err.find("cannot queue"), std::string::npos) << err;
+}

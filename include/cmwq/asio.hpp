@@ -6,24 +6,42 @@
 //   boost::asio::post(ex, [] { ... });                      // queued on wq
 //   auto f = boost::asio::post(ex, boost::asio::use_future([] { return 42; }));
 //   boost::asio::co_spawn(ex, session(), boost::asio::detached);
+//   ex.join();                       // every handler posted through ex ran
 //
 // The executor satisfies both executor models of Boost.Asio 1.74 (Debian
-// 12's libboost-dev): the standard one (execute, query, require; so
-// any_io_executor, co_spawn and use_awaitable accept it) and the Networking
-// TS one (context, dispatch, post, defer, on_work_started/finished). Define
-// CMWQ_ASIO_STANDALONE before including it to use standalone Asio
-// (libasio-dev, namespace ::asio) instead.
+// 12's libboost-dev): the standard one (execute, query, require, prefer;
+// so any_io_executor, strands, co_spawn and use_awaitable accept it) and
+// the Networking TS one (context, dispatch, post, defer,
+// on_work_started/finished). Define CMWQ_ASIO_STANDALONE before including
+// it to use standalone Asio (libasio-dev, namespace ::asio) instead.
 //
-// Every function handed to it runs as one work item on the workqueue (one
-// allocation; named by the executor's name in the state dump and probes).
-// As with an io_context's executor, blocking.possibly is the default:
-// execute() (and dispatch()) runs the function inline when called from an
-// item of the same workqueue, else queues it; post() and defer() ask for
-// blocking.never and always queue. Nothing ever waits. Outstanding-work tracking is not needed
-// (a workqueue has no run() that could return early) and is accepted as a
-// no-op. An exception escaping a handler is reported and terminates, as for
-// cmwq::work (an io_context would rethrow it from run(); there is no run()
-// here to rethrow from).
+// Semantics, as Asio's thread_pool executor defines them:
+// - Every function handed to it runs as one work item on the workqueue (one
+//   allocation, through the executor's allocator property; named by the
+//   executor's name in the state dump and probes).
+// - blocking.possibly (the default): execute() and dispatch() run the
+//   function inline when called from an item of the same workqueue, else
+//   queue it. blocking.never (what post() and defer() ask for, free
+//   functions and members alike): always queued, never inline, from inside
+//   an item too. blocking.always: execute() returns once the function ran
+//   (inline from an item of the workqueue), rethrowing what it threw.
+// - outstanding_work.tracked: while a tracked copy exists (or
+//   on_work_started() is not yet matched), join() waits, as io_context::run
+//   does for a work guard. join() returns once every handler posted through
+//   this executor (any copy) has run or been destroyed and no tracked copy
+//   remains.
+// - A handler that throws: the exception is kept (with one message) and
+//   the next join() rethrows it, as io_context::run() does; the other
+//   handlers, a strand's included, carry on.
+// - relationship, allocator, occupancy (the usable CPUs), mapping (thread)
+//   and bulk_guarantee (parallel) are queried as for thread_pool;
+//   bulk_execute(f, n) runs f(0) .. f(n-1) as n items.
+// - Lifetime: the workqueue must outlive every use of the executor.
+//   Destroying it drains what is queued first (those handlers run); a
+//   handler posted while it drains or after, which the workqueue refuses,
+//   is destroyed without being run (as io_context destroys the handlers it
+//   never ran) and counts as done for join(). The safe order is: stop
+//   posting, join(), then destroy the workqueue.
 #pragma once
 
 #ifdef CMWQ_ASIO_STANDALONE
@@ -36,8 +54,14 @@
 #include <boost/asio/is_executor.hpp>
 #endif
 
+#include <atomic>
+#include <cstdio>
 #include <cstring>
+#include <deque>
+#include <exception>
 #include <memory>
+#include <mutex>
+#include <stdexcept>
 #include <utility>
 
 #include <cmwq/workqueue.hpp>
@@ -58,52 +82,287 @@ inline net::execution_context &shared_context() noexcept
 	return *ctx;
 }
 
-class executor {
-public:
-	// name: what the items show as (a string with static storage).
-	explicit executor(workqueue_struct *wq, const char *name = "cmwq::asio") noexcept : wq_(wq), name_(name) {}
-	explicit executor(cmwq::workqueue &wq, const char *name = "cmwq::asio") noexcept
-		: executor(wq.native(), name)
+namespace detail {
+
+enum : unsigned {
+	BLOCKING_NEVER = 1,
+	BLOCKING_ALWAYS = 2,
+	TRACKED = 4,
+	CONTINUATION = 8,
+};
+
+// What every copy of one executor shares: the workqueue, the handlers not
+// yet done, the tracked copies, and exceptions waiting for join().
+struct shared_state {
+	workqueue_struct *wq;
+	const char *name;
+	std::atomic<long> pending{0};
+	std::atomic<long> tracked{0};
+	std::atomic<std::uint32_t> seq{0}; // bumped (and woken) when either count reaches 0
+	std::mutex lock;
+	std::deque<std::exception_ptr> escaped; // lock
+
+	shared_state(workqueue_struct *w, const char *n) noexcept : wq(w), name(n) {}
+	const std::uint32_t *word() const noexcept { return reinterpret_cast<const std::uint32_t *>(&seq); }
+	void bump() noexcept
+	{
+		seq.fetch_add(1, std::memory_order_release);
+		cmwq_futex_wake(word());
+	}
+	void done_one() noexcept
+	{
+		if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1)
+			bump();
+	}
+	void untrack() noexcept
+	{
+		if (tracked.fetch_sub(1, std::memory_order_acq_rel) == 1)
+			bump();
+	}
+	void keep(std::exception_ptr e) noexcept
+	{
+		const char *what = "a non-std exception";
+		try {
+			std::rethrow_exception(e);
+		} catch (const std::exception &x) {
+			what = x.what();
+		} catch (...) {
+		}
+		std::fprintf(stderr, "cmwq::asio: a handler on workqueue %s threw (%s); join() rethrows it\n",
+			     cmwq_current_workqueue_name() ? cmwq_current_workqueue_name() : "?", what);
+		std::lock_guard lk(lock);
+		escaped.push_back(e);
+	}
+	void join()
+	{
+		cmwq_blocking_begin();
+		for (;;) {
+			std::uint32_t s = seq.load(std::memory_order_acquire);
+			{
+				std::lock_guard lk(lock);
+				if (!escaped.empty()) {
+					std::exception_ptr e = escaped.front();
+					escaped.pop_front();
+					cmwq_blocking_end();
+					std::rethrow_exception(e);
+				}
+			}
+			if (pending.load(std::memory_order_acquire) == 0 && tracked.load(std::memory_order_acquire) == 0)
+				break;
+			cmwq_futex_wait(word(), s);
+		}
+		cmwq_blocking_end();
+	}
+};
+
+// One handler as one work item, allocated with the executor's allocator.
+template <class F, class Alloc>
+struct handler_item {
+	using item_alloc = typename std::allocator_traits<Alloc>::template rebind_alloc<handler_item>;
+	struct node {
+		work_struct ws;
+		handler_item *owner;
+	} n{};
+	F fn;
+	std::shared_ptr<shared_state> st;
+	item_alloc alloc;
+
+	template <class G>
+	handler_item(G &&g, std::shared_ptr<shared_state> s, const item_alloc &a)
+		: fn(std::forward<G>(g)), st(std::move(s)), alloc(a)
 	{
 	}
+	static void destroy(handler_item *it) noexcept
+	{
+		item_alloc a(it->alloc);
+		std::shared_ptr<shared_state> s = std::move(it->st);
+		std::allocator_traits<item_alloc>::destroy(a, it);
+		std::allocator_traits<item_alloc>::deallocate(a, it, 1);
+		s->done_one();
+	}
+	static void invoke(work_struct *w) noexcept
+	{
+		handler_item *it = container_of(w, node, ws)->owner;
+		try {
+			it->fn();
+		} catch (...) {
+			it->st->keep(std::current_exception());
+		}
+		destroy(it);
+	}
+};
 
-	workqueue_struct *native() const noexcept { return wq_; }
+} // namespace detail
 
-	// Standard executor model.
+template <class Allocator = std::allocator<void>>
+class basic_executor {
+public:
+	// name: what the items show as (a string with static storage).
+	explicit basic_executor(workqueue_struct *wq, const char *name = "cmwq::asio")
+		: s_(std::make_shared<detail::shared_state>(wq, name)), alloc_()
+	{
+	}
+	explicit basic_executor(cmwq::workqueue &wq, const char *name = "cmwq::asio")
+		: basic_executor(wq.native(), name)
+	{
+	}
+	basic_executor(const basic_executor &o) noexcept : s_(o.s_), alloc_(o.alloc_), bits_(o.bits_) { track(); }
+	basic_executor(basic_executor &&o) noexcept
+		: s_(std::move(o.s_)), alloc_(std::move(o.alloc_)), bits_(std::exchange(o.bits_, 0u))
+	{
+	}
+	basic_executor &operator=(const basic_executor &o) noexcept
+	{
+		if (this != &o) {
+			untrack();
+			s_ = o.s_;
+			alloc_ = o.alloc_;
+			bits_ = o.bits_;
+			track();
+		}
+		return *this;
+	}
+	basic_executor &operator=(basic_executor &&o) noexcept
+	{
+		if (this != &o) {
+			untrack();
+			s_ = std::move(o.s_);
+			alloc_ = std::move(o.alloc_);
+			bits_ = std::exchange(o.bits_, 0u);
+		}
+		return *this;
+	}
+	~basic_executor() { untrack(); }
+
+	workqueue_struct *native() const noexcept { return s_ ? s_->wq : nullptr; }
+
+	// Waits until every handler posted through this executor (any copy)
+	// has run or been destroyed and no tracked copy remains; rethrows, one
+	// per call, what a handler threw. Not from an item of the workqueue
+	// with a tracked copy alive: it would wait for itself.
+	void join() const
+	{
+		if (s_)
+			s_->join();
+	}
+
+	// ---- the standard executor model ----
+
 	template <class F>
 	void execute(F &&f) const
 	{
-		if (possibly_ && running_in_this_thread()) {
+		if (bits_ & detail::BLOCKING_ALWAYS) {
+			run_and_wait(std::forward<F>(f));
+			return;
+		}
+		if (!(bits_ & detail::BLOCKING_NEVER) && running_in_this_thread()) {
 			std::decay_t<F> fn(std::forward<F>(f));
 			fn();
 			return;
 		}
-		if (!detail::queue_once(wq_, name_, std::forward<F>(f)))
-			throw std::invalid_argument("cmwq::asio::executor: the workqueue refused the handler");
+		queue(std::forward<F>(f));
 	}
+	// execute(f(i)) for i in [0, n): n items, each with its own copy of f.
+	template <class F>
+	void bulk_execute(const F &f, std::size_t n) const
+	{
+		for (std::size_t i = 0; i < n; i++)
+			execute([f, i]() mutable { f(i); });
+	}
+
 	net::execution_context &query(net::execution::context_t) const noexcept { return shared_context(); }
 	net::execution::blocking_t query(net::execution::blocking_t) const noexcept
 	{
-		return possibly_ ? net::execution::blocking_t(net::execution::blocking.possibly)
-				 : net::execution::blocking_t(net::execution::blocking.never);
+		if (bits_ & detail::BLOCKING_NEVER)
+			return net::execution::blocking.never;
+		if (bits_ & detail::BLOCKING_ALWAYS)
+			return net::execution::blocking.always;
+		return net::execution::blocking.possibly;
 	}
-	executor require(net::execution::blocking_t::never_t) const noexcept { return executor(wq_, name_, false); }
-	// possibly (the default): execute() runs the function inline when
-	// called from an item of this workqueue, else queues it.
-	executor require(net::execution::blocking_t::possibly_t) const noexcept { return executor(wq_, name_, true); }
-	static constexpr net::execution::outstanding_work_t query(net::execution::outstanding_work_t) noexcept
+	net::execution::outstanding_work_t query(net::execution::outstanding_work_t) const noexcept
 	{
+		if (bits_ & detail::TRACKED)
+			return net::execution::outstanding_work.tracked;
 		return net::execution::outstanding_work.untracked;
 	}
-	executor require(net::execution::outstanding_work_t::tracked_t) const noexcept { return *this; }
-	executor require(net::execution::outstanding_work_t::untracked_t) const noexcept { return *this; }
-	executor require(net::execution::relationship_t::fork_t) const noexcept { return *this; }
-	executor require(net::execution::relationship_t::continuation_t) const noexcept { return *this; }
+	net::execution::relationship_t query(net::execution::relationship_t) const noexcept
+	{
+		if (bits_ & detail::CONTINUATION)
+			return net::execution::relationship.continuation;
+		return net::execution::relationship.fork;
+	}
+	static constexpr net::execution::mapping_t query(net::execution::mapping_t) noexcept
+	{
+		return net::execution::mapping.thread;
+	}
+	static constexpr net::execution::bulk_guarantee_t query(net::execution::bulk_guarantee_t) noexcept
+	{
+		return net::execution::bulk_guarantee.parallel;
+	}
+	std::size_t query(net::execution::occupancy_t) const noexcept
+	{
+		int n = cmwq_num_online_cpus();
+		return n > 0 ? static_cast<std::size_t>(n) : 1u;
+	}
+	template <class Other>
+	Allocator query(net::execution::allocator_t<Other>) const noexcept
+	{
+		return alloc_;
+	}
+	Allocator query(net::execution::allocator_t<void>) const noexcept { return alloc_; }
 
-	// Networking TS model.
+	basic_executor require(net::execution::blocking_t::never_t) const noexcept
+	{
+		return with((bits_ & ~detail::BLOCKING_ALWAYS) | detail::BLOCKING_NEVER);
+	}
+	basic_executor require(net::execution::blocking_t::possibly_t) const noexcept
+	{
+		return with(bits_ & ~(detail::BLOCKING_NEVER | detail::BLOCKING_ALWAYS));
+	}
+	basic_executor require(net::execution::blocking_t::always_t) const noexcept
+	{
+		return with((bits_ & ~detail::BLOCKING_NEVER) | detail::BLOCKING_ALWAYS);
+	}
+	basic_executor require(net::execution::outstanding_work_t::tracked_t) const noexcept
+	{
+		return with(bits_ | detail::TRACKED);
+	}
+	basic_executor require(net::execution::outstanding_work_t::untracked_t) const noexcept
+	{
+		return with(bits_ & ~detail::TRACKED);
+	}
+	basic_executor require(net::execution::relationship_t::fork_t) const noexcept
+	{
+		return with(bits_ & ~detail::CONTINUATION);
+	}
+	basic_executor require(net::execution::relationship_t::continuation_t) const noexcept
+	{
+		return with(bits_ | detail::CONTINUATION);
+	}
+	template <class Other>
+	basic_executor<Other> require(net::execution::allocator_t<Other> a) const noexcept
+	{
+		return basic_executor<Other>(s_, a.value(), bits_);
+	}
+	basic_executor<std::allocator<void>> require(net::execution::allocator_t<void>) const noexcept
+	{
+		return basic_executor<std::allocator<void>>(s_, std::allocator<void>(), bits_);
+	}
+
+	// ---- the Networking TS model ----
+
 	net::execution_context &context() const noexcept { return shared_context(); }
-	void on_work_started() const noexcept {}
-	void on_work_finished() const noexcept {}
+	// A work guard's count: join() waits while one is not finished.
+	void on_work_started() const noexcept
+	{
+		if (s_)
+			s_->tracked.fetch_add(1, std::memory_order_relaxed);
+	}
+	void on_work_finished() const noexcept
+	{
+		if (s_)
+			s_->untrack();
+	}
 	template <class F, class A>
 	void dispatch(F &&f, const A &) const
 	{
@@ -112,36 +371,117 @@ public:
 			fn();
 			return;
 		}
-		execute(std::forward<F>(f));
+		queue(std::forward<F>(f));
 	}
 	template <class F, class A>
 	void post(F &&f, const A &) const
 	{
-		execute(std::forward<F>(f));
+		queue(std::forward<F>(f));
 	}
 	template <class F, class A>
 	void defer(F &&f, const A &) const
 	{
-		execute(std::forward<F>(f));
+		queue(std::forward<F>(f));
 	}
 
 	// true inside a work item of this executor's workqueue.
 	bool running_in_this_thread() const noexcept
 	{
-		return wq_ && cmwq_current_workqueue() == wq_;
+		return s_ && s_->wq && cmwq_current_workqueue() == s_->wq;
 	}
 
-	friend bool operator==(const executor &a, const executor &b) noexcept { return a.wq_ == b.wq_; }
-	friend bool operator!=(const executor &a, const executor &b) noexcept { return a.wq_ != b.wq_; }
+	friend bool operator==(const basic_executor &a, const basic_executor &b) noexcept
+	{
+		return a.native() == b.native() && a.bits_ == b.bits_ && a.alloc_ == b.alloc_;
+	}
+	friend bool operator!=(const basic_executor &a, const basic_executor &b) noexcept { return !(a == b); }
 
 private:
-	executor(workqueue_struct *wq, const char *name, bool possibly) noexcept
-		: wq_(wq), name_(name), possibly_(possibly)
+	template <class A>
+	friend class basic_executor;
+
+	basic_executor(std::shared_ptr<detail::shared_state> s, const Allocator &a, unsigned bits) noexcept
+		: s_(std::move(s)), alloc_(a), bits_(bits)
 	{
+		track();
 	}
-	workqueue_struct *wq_;
-	const char *name_;
-	bool possibly_ = true;
+	basic_executor with(unsigned bits) const noexcept { return basic_executor(s_, alloc_, bits); }
+	void track() const noexcept
+	{
+		if (s_ && (bits_ & detail::TRACKED))
+			s_->tracked.fetch_add(1, std::memory_order_relaxed);
+	}
+	void untrack() noexcept
+	{
+		if (s_ && (bits_ & detail::TRACKED))
+			s_->untrack();
+	}
+
+	// Queues f as one item, never inline. A workqueue that refuses it
+	// (destroyed, draining): f is destroyed without running.
+	template <class F>
+	bool queue(F &&f) const
+	{
+		using item = detail::handler_item<std::decay_t<F>, Allocator>;
+		if (!s_)
+			return false;
+		typename item::item_alloc a(alloc_);
+		item *it = std::allocator_traits<typename item::item_alloc>::allocate(a, 1);
+		try {
+			std::allocator_traits<typename item::item_alloc>::construct(a, it, std::forward<F>(f), s_, a);
+		} catch (...) {
+			std::allocator_traits<typename item::item_alloc>::deallocate(a, it, 1);
+			throw;
+		}
+		it->n.owner = it;
+		INIT_WORK(&it->n.ws, &item::invoke);
+		cmwq_set_work_name(&it->n.ws, s_->name);
+		s_->pending.fetch_add(1, std::memory_order_relaxed);
+		if (!cmwq_try_queue_work(s_->wq, &it->n.ws)) {
+			item::destroy(it);
+			return false;
+		}
+		return true;
+	}
+
+	// blocking.always: runs f (inline from an item of the workqueue) and
+	// returns once it ran, with what it threw.
+	template <class F>
+	void run_and_wait(F &&f) const
+	{
+		if (running_in_this_thread()) {
+			std::decay_t<F> fn(std::forward<F>(f));
+			fn();
+			return;
+		}
+		struct waiter {
+			std::atomic<std::uint32_t> done{0};
+			std::exception_ptr error;
+		} w;
+		bool queued = queue([&w, fn = std::decay_t<F>(std::forward<F>(f))]() mutable {
+			try {
+				fn();
+			} catch (...) {
+				w.error = std::current_exception();
+			}
+			w.done.store(1, std::memory_order_release);
+			cmwq_futex_wake(reinterpret_cast<const std::uint32_t *>(&w.done));
+		});
+		if (!queued)
+			throw std::invalid_argument("cmwq::asio::executor: the workqueue refused the function (destroyed or draining)");
+		cmwq_blocking_begin();
+		while (!w.done.load(std::memory_order_acquire))
+			cmwq_futex_wait(reinterpret_cast<const std::uint32_t *>(&w.done), 0);
+		cmwq_blocking_end();
+		if (w.error)
+			std::rethrow_exception(w.error);
+	}
+
+	std::shared_ptr<detail::shared_state> s_;
+	Allocator alloc_;
+	unsigned bits_ = 0;
 };
+
+using executor = basic_executor<>;
 
 } // namespace cmwq::asio

@@ -443,7 +443,9 @@ void hog_fork_unlock();
 
 // Context: any; the caller owns work's PENDING bit. Queues it on wq (the
 // kernel's __queue_work); what queue_work does after taking PENDING.
-void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work);
+// false when wq is draining or being destroyed and this is not chained work:
+// then the item is dropped (idle again, with one message), as the kernel's.
+bool do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work);
 // Context: any. The calling thread's CPU if usable, else a usable one.
 int current_cpu();
 // Context: no lock. Warns if the running work item's wait on target could

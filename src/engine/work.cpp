@@ -54,7 +54,7 @@ static bool is_chained_work(workqueue_struct *wq)
 // kernel: __queue_work. Which pool's lock it holds is decided at run time
 // (the pool the item still runs on, else the target's), which the
 // analysis cannot follow; the locked part is checked by hand.
-void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work) NO_THREAD_SAFETY_ANALYSIS
+bool do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work) NO_THREAD_SAFETY_ANALYSIS
 {
 	unsigned wqf = wq->aflags.load(std::memory_order_acquire);
 	if ((wqf & (__WQ_DESTROYING | __WQ_DRAINING)) && !is_chained_work(wq)) {
@@ -62,7 +62,7 @@ void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work) NO_THRE
 								    " on wq " + wq->name);
 		clear_pending_keep_offq(work);
 		transit_end(work);
-		return;
+		return false;
 	}
 	if ((wqf & __WQ_DEPRECATED) && params().warn_migration.load(std::memory_order_relaxed)) [[unlikely]]
 		warn_once_msg("deprecated-" + wq->name,
@@ -126,6 +126,7 @@ void do_queue_work(int req_cpu, workqueue_struct *wq, work_struct *work) NO_THRE
 		break;
 	}
 	d.run();
+	return true;
 }
 
 // delayed_work_timer_fn (below, with the C API) queues dw->work when its
@@ -463,6 +464,18 @@ bool queue_work_on(int cpu, workqueue_struct *wq, work_struct *work)
 	}
 	do_queue_work(cpu, wq, work); // ends the transit under the pool lock
 	return true;
+}
+
+bool cmwq_try_queue_work(workqueue_struct *wq, work_struct *work)
+{
+	if (wq_refused(wq, "cmwq_try_queue_work") || work_refused(work, "cmwq_try_queue_work"))
+		return false;
+	transit_begin(work);
+	if (test_and_set_pending(work) || clear_pending_if_disabled(work)) {
+		transit_end(work);
+		return false;
+	}
+	return do_queue_work(WORK_CPU_UNBOUND, wq, work); // false: dropped, idle again
 }
 
 bool queue_work_node(int node, workqueue_struct *wq, work_struct *work)

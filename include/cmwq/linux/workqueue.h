@@ -347,6 +347,15 @@ void cmwq_init(void);
  */
 bool queue_work_on(int cpu, struct workqueue_struct *wq, struct work_struct *work);
 bool queue_work_node(int node, struct workqueue_struct *wq, struct work_struct *work);
+/*
+ * queue_work(), except for one case: where the kernel's queue_work returns
+ * true for an item it then drops (the workqueue is draining or being
+ * destroyed and the caller is not one of its own items), this returns false
+ * and the item is idle, so the caller still owns it (what the C++ and Asio
+ * layers need to free a handler that will never run). Also false when
+ * already pending, disabled, or for a destroyed workqueue.
+ */
+bool cmwq_try_queue_work(struct workqueue_struct *wq, struct work_struct *work);
 static inline bool queue_work(struct workqueue_struct *wq, struct work_struct *work)
 {
 	return queue_work_on(WORK_CPU_UNBOUND, wq, work);
