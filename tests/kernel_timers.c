@@ -380,12 +380,91 @@ static void timers_not_set_up_and_far_expiries(void)
 	CHECK(rel >= 4700 && rel <= 6400);
 }
 
+/* ---- timer_reduce, shutdown, and a sync delete of a re-arming timer ---------- */
+
+static atomic_int reduce_runs;
+static void reduce_timer(struct timer_list *t)
+{
+	(void)t;
+	atomic_fetch_add(&reduce_runs, 1);
+}
+
+/* timer_reduce moves a pending timer earlier, never later; on an idle
+ * timer it arms it (returning 0, as mod_timer). */
+static void timer_reduce_only_moves_earlier(void)
+{
+	struct timer_list t;
+
+	timer_setup(&t, reduce_timer, 0);
+	CHECK(mod_timer(&t, jiffies + 60000) == 0);
+	unsigned long armed_at = t.expires;
+	CHECK(timer_reduce(&t, jiffies + 120000) == 1); /* later: unchanged */
+	CHECK(t.expires == armed_at);
+	CHECK(timer_reduce(&t, jiffies + 1) == 1); /* earlier: moved, fires soon */
+	CHECK(t.expires < armed_at);
+	CHECK_SOON(atomic_load(&reduce_runs) == 1);
+	CHECK(!timer_pending(&t));
+	CHECK(timer_reduce(&t, jiffies + 60000) == 0); /* idle: armed */
+	CHECK(timer_pending(&t));
+	CHECK(timer_delete_sync(&t) == 1);
+}
+
+/* After timer_shutdown nothing arms the timer again: mod_timer returns 0
+ * and it never fires. */
+static void a_shut_down_timer_is_never_armed_again(void)
+{
+	struct timer_list t;
+
+	timer_setup(&t, reduce_timer, 0);
+	CHECK(mod_timer(&t, jiffies + 60000) == 0);
+	CHECK(timer_shutdown_sync(&t) == 1);
+	int before = atomic_load(&reduce_runs);
+	CHECK(mod_timer(&t, jiffies + 1) == 0);
+	CHECK(!timer_pending(&t));
+	msleep(30);
+	CHECK(atomic_load(&reduce_runs) == before);
+}
+
+/* A callback that re-arms its timer: timer_delete_sync, called while it
+ * runs, waits for it and leaves the timer disarmed (the kernel's promise:
+ * on return the timer is not queued and its callback is not running). */
+static struct timer_list rearm_t;
+static atomic_int rearm_runs, rearm_inside;
+static void rearm_timer(struct timer_list *t)
+{
+	atomic_store(&rearm_inside, 1);
+	atomic_fetch_add(&rearm_runs, 1);
+	msleep(5);
+	mod_timer(t, jiffies + 1);
+	atomic_store(&rearm_inside, 0);
+}
+
+static void timer_delete_sync_disarms_a_rearming_timer(void)
+{
+	timer_setup(&rearm_t, rearm_timer, 0);
+	mod_timer(&rearm_t, jiffies + 1);
+	CHECK_SOON(atomic_load(&rearm_runs) >= 3);
+	/* Delete while a callback is running, so its re-arm comes after the
+	 * removal from the heap: the sync delete must remove that one too. */
+	while (!atomic_load(&rearm_inside))
+		;
+	timer_delete_sync(&rearm_t);
+	CHECK(!timer_pending(&rearm_t));
+	CHECK(atomic_load(&rearm_inside) == 0);
+	int after = atomic_load(&rearm_runs);
+	msleep(30);
+	CHECK(atomic_load(&rearm_runs) == after);
+}
+
 int main(void)
 {
 	driver_timer_and_work_teardown();
 	timer_return_values();
 	timers_not_set_up_and_far_expiries();
 	del_timer_sync_waits();
+	timer_reduce_only_moves_earlier();
+	a_shut_down_timer_is_never_armed_again();
+	timer_delete_sync_disarms_a_rearming_timer();
 	execute_in_process_context_from_a_thread_and_a_timer();
 	rcu_work_without_rcu();
 	initialisers_and_constants();

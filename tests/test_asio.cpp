@@ -374,3 +374,17 @@ TEST(asio_executor, a_handler_for_a_destroyed_workqueue_is_destroyed_without_run
 	EXPECT_EQ(ran.load(), 1);
 	EXPECT_GE(destroyed.load(), 1);
 }
+
+// dispatch() runs inline only from an item of the executor's own
+// workqueue: from an item of another one it queues.
+TEST(asio_executor, dispatch_from_another_workqueues_item_queues)
+{
+	cmwq::workqueue wq("asio_mine", WQ_UNBOUND);
+	cmwq::workqueue other("asio_other", WQ_UNBOUND);
+	cmwq::asio::executor ex(wq);
+	EXPECT_FALSE(runs_inline_from_an_item(other, [&](auto f) { net::dispatch(ex, f); }));
+	EXPECT_FALSE(runs_inline_from_an_item(other, [&](auto f) { net::execution::execute(ex, f); }));
+	auto t = cmwq::submit(other, [&] { return ex.running_in_this_thread(); });
+	EXPECT_FALSE(t.get());
+	ex.join();
+}

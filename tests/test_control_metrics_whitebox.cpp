@@ -101,3 +101,39 @@ TEST(metrics_text, public_function_renders_this_process_with_valid_utf8)
 	EXPECT_EQ(m.find('\xff'), std::string::npos);
 	destroy_workqueue(wq);
 }
+
+// Label values are valid UTF-8 whatever the name holds: every byte of an
+// overlong form, an encoded surrogate, a code point above U+10FFFF or a
+// stray continuation byte becomes U+FFFD; valid sequences pass unchanged.
+TEST(control_render, label_values_replace_overlong_and_surrogate_forms)
+{
+	const std::string fffd = "\xEF\xBF\xBD";
+	struct form {
+		const char *name, *bytes;
+		bool valid;
+	} forms[] = {
+		{"overlong 3-byte NUL", "\xE0\x80\x80", false},
+		{"overlong 2-byte slash", "\xC0\xAF", false},
+		{"overlong 4-byte", "\xF0\x80\x80\x80", false},
+		{"surrogate U+D800", "\xED\xA0\x80", false},
+		{"above U+10FFFF", "\xF4\x90\x80\x80", false},
+		{"stray continuation", "\x80", false},
+		{"U+20AC", "\xE2\x82\xAC", true},
+		{"U+D7FF (below the surrogates)", "\xED\x9F\xBF", true},
+		{"U+10FFFF", "\xF4\x8F\xBF\xBF", true},
+	};
+	for (const auto &f : forms) {
+		cmwq::system_info si;
+		cmwq::workqueue_info w;
+		w.name = std::string("a") + f.bytes + "b";
+		si.workqueues = {w};
+		std::string m = ctl::render_metrics(si);
+		std::string want = f.valid ? w.name : "a" + fffd;
+		if (!f.valid)
+			for (size_t i = 1; i < std::strlen(f.bytes); i++)
+				want += fffd;
+		if (!f.valid)
+			want += "b";
+		EXPECT_NE(m.find("{workqueue=\"" + want + "\"}"), std::string::npos) << f.name << "\n" << m;
+	}
+}
