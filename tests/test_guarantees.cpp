@@ -2,6 +2,7 @@
 // non-reentrancy across pools, raising max_active, the watchdog's
 // threshold, delayed work order and lateness, cache_shard_size 0. Each test
 // names the bug it catches; docs/testing.md lists the mutants they kill.
+#include <cmwq/topology.hpp>
 #include <gtest/gtest.h>
 
 #include <cmwq/introspect.hpp>
@@ -51,6 +52,19 @@ std::vector<int> usable_cpus()
 		if (cpumask_test_cpu(c, usable))
 			cpus.push_back(static_cast<int>(c));
 	return cpus;
+}
+
+// The kernel's per-node share of an unbound workqueue's max_active
+// (wq_update_node_max_active): clamp(ceil(max * node's CPUs / CPUs),
+// min_active, max), for the node of `cpu`. One node: max itself.
+int node_share(int max, int min, int cpu)
+{
+	cmwq::topology t = cmwq::current_topology();
+	int node = t.cpu_node[static_cast<size_t>(cpu)];
+	int cnt = 0, total = static_cast<int>(t.usable.size());
+	for (int c : t.usable)
+		cnt += t.cpu_node[static_cast<size_t>(c)] == node;
+	return std::clamp((max * cnt + total - 1) / total, min, max);
 }
 
 std::atomic<int> reent_inside{0}, reent_max{0}, reent_runs{0};
@@ -125,8 +139,13 @@ TEST(max_active, raising_the_limit_starts_every_waiting_item_it_allows)
 		std::this_thread::sleep_for(50ms);
 		EXPECT_EQ(raise_inside.load(), 1) << "max_active 1 let more start";
 		workqueue_set_max_active(wq, 6);
-		EXPECT_TRUE(wait_until([] { return raise_inside.load() == 6; }, 20000ms))
-			<< "only " << raise_inside.load() << " of 6 running after raising max_active to 6";
+		// Unbound: the node of CPU 0 gets its share of 6 (min_active is 1,
+		// as max_active was at creation); all 6 on a one-node machine.
+		int want = (flags & WQ_UNBOUND) ? node_share(6, 1, 0) : 6;
+		EXPECT_TRUE(wait_until([&] { return raise_inside.load() == want; }, 20000ms))
+			<< "only " << raise_inside.load() << " of " << want << " running after raising max_active to 6";
+		std::this_thread::sleep_for(50ms);
+		EXPECT_EQ(raise_inside.load(), want) << "more started than the node's share";
 		raise_gate = true;
 		flush_workqueue(wq);
 		destroy_workqueue(wq);
@@ -282,16 +301,22 @@ TEST(max_active, unbound_node_slots_go_round_every_waiter_and_follow_a_lowered_l
 	EXPECT_EQ(slot_runs[0].load(), per_side);
 	EXPECT_LE(slot_max.load(), 1) << "the node ran more than the lowered max_active 1";
 
-	// No slot was lost: raised again, three gated items run at once.
+	// No slot was lost: raised again, the node's share of 3 gated items run
+	// at once (all three on one node; min_active is 1 since the lowering).
 	workqueue_set_max_active(wq, 3);
 	slot_gate = false;
-	for (int i = 0; i < 3; i++) {
-		slot_item &it = items[static_cast<size_t>(i)];
-		INIT_WORK(&it.work, slot_fn);
-		EXPECT_TRUE(queue_work(wq, &it.work));
-	}
-	EXPECT_TRUE(wait_until([] { return slot_inside.load() == 3; }, 20000ms))
-		<< "only " << slot_inside.load() << " of 3 running: a node slot was lost";
+	std::thread q([&] {
+		pin(cpus[0]);
+		for (int i = 0; i < 3; i++) {
+			slot_item &it = items[static_cast<size_t>(i)];
+			INIT_WORK(&it.work, slot_fn);
+			EXPECT_TRUE(queue_work(wq, &it.work));
+		}
+	});
+	q.join();
+	int want = node_share(3, 1, cpus[0]);
+	EXPECT_TRUE(wait_until([&] { return slot_inside.load() == want; }, 20000ms))
+		<< "only " << slot_inside.load() << " of " << want << " running: a node slot was lost";
 	slot_gate = true;
 	flush_workqueue(wq);
 	destroy_workqueue(wq);
