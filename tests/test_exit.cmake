@@ -6,3 +6,12 @@ set_target_properties(cmwq_exit_clean PROPERTIES OUTPUT_NAME exit_clean LINKER_L
 add_test(NAME exit_clean_with_work_queued COMMAND cmwq_exit_clean)
 set_tests_properties(exit_clean_with_work_queued PROPERTIES TIMEOUT 30
   PASS_REGULAR_EXPRESSION "returning from main with work queued")
+
+# The 2023 report's shape: max_active 8 fed from every CPU at once (also
+# run inside the many-CPU guest, scripts/guest-run.sh).
+add_executable(cmwq_maxactive_target ${CMAKE_CURRENT_SOURCE_DIR}/targets/maxactive_target.c)
+target_link_libraries(cmwq_maxactive_target PRIVATE cmwq_static)
+set_target_properties(cmwq_maxactive_target PROPERTIES OUTPUT_NAME maxactive_target LINKER_LANGUAGE CXX)
+add_test(NAME unbound_max_active_8_from_every_cpu_never_runs_more_than_8
+         COMMAND ${CMWQ_TEST_RUNNER} $<TARGET_FILE:cmwq_maxactive_target>)
+set_tests_properties(unbound_max_active_8_from_every_cpu_never_runs_more_than_8 PROPERTIES TIMEOUT 60)

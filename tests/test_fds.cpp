@@ -145,11 +145,15 @@ protected:
 TEST_P(fds, the_programs_opens_never_fail_while_workers_block_with_one_descriptor_free)
 {
 	fd_squeeze squeeze(200, 1);
+	// A pool of its own, made after the squeeze: its workers have no event
+	// yet, so (perf) they try to open theirs while one descriptor is free.
+	workqueue_struct *fresh = alloc_workqueue("fds_fresh_%s", WQ_PERCPU | WQ_HIGHPRI, 0, GetParam());
+	ASSERT_NE(fresh, nullptr);
 	std::atomic<bool> stop{false};
 	std::atomic<int> rounds{0}, found{0};
 	std::thread blocker([&] {
 		while (!stop.load()) {
-			found += b_starts_while_a_blocks(wq, 5000ms);
+			found += b_starts_while_a_blocks(rounds.load() % 2 ? wq : fresh, 5000ms);
 			rounds++;
 		}
 	});
@@ -165,6 +169,7 @@ TEST_P(fds, the_programs_opens_never_fail_while_workers_block_with_one_descripto
 	}
 	stop = true;
 	blocker.join();
+	destroy_workqueue(fresh);
 	EXPECT_EQ(failed, 0) << failed << " of " << opens << " of the program's opens failed while "
 			     << rounds.load() << " rounds of blocked workers ran";
 	EXPECT_EQ(found.load(), rounds.load()) << "a blocked worker was not found";
@@ -218,4 +223,42 @@ TEST(fds_at_start, events_opened_after_a_start_with_no_descriptor_free_are_read)
 			_exit(ok ? 0 : 1);
 		},
 		testing::ExitedWithCode(0), "");
+}
+
+// The spare is taken when the monitor starts, not on first use: a program
+// that fills every descriptor after its first work item, before any worker
+// blocked, still has a blocked worker found by sampling. A fresh process.
+TEST(fds_at_start, the_spare_is_taken_before_the_program_fills_its_descriptors)
+{
+	if (getenv("CMWQ_UNDER_EMULATION"))
+		GTEST_SKIP() << "an emulator's /proc does not show its threads' states";
+	GTEST_FLAG_SET(death_test_style, "threadsafe");
+	// A quota the program gives (so start-up reads no cgroup file, which
+	// would leave a descriptor behind as the spare too).
+	std::string params = getenv("CMWQ_PARAMS") ? getenv("CMWQ_PARAMS") : "";
+	setenv("CMWQ_PARAMS", (params + " cmwq.cpu_quota=2").c_str(), 1);
+	EXPECT_EXIT(
+		{
+			// No context-switch events (as under seccomp or an emulator):
+			// the detector's probe then takes no descriptor either.
+			if (cmwq_param_set("cmwq.fail_perf_open", "1") || cmwq_param_set("cmwq.block_detect", "sample") ||
+			    cmwq_param_set("cmwq.blocked_sample_us", "200") ||
+			    cmwq_param_set("workqueue.cpu_intensive_thresh_us", "60000000"))
+				_exit(4);
+			workqueue_struct *wq = alloc_workqueue("fds_spare", WQ_PERCPU, 0);
+			if (!wq)
+				_exit(2);
+			b_started = false;
+			work_struct w;
+			INIT_WORK(&w, b_fn);
+			queue_work_on(test_cpu(), wq, &w); // the first worker starts the monitor
+			if (!wait_until([] { return b_started.load(); }, 10000ms))
+				_exit(3);
+			flush_workqueue(wq);
+			std::this_thread::sleep_for(100ms); // the monitor is up
+			fd_squeeze squeeze(200, 0);
+			_exit(b_starts_while_a_blocks(wq, 10000ms) ? 0 : 1);
+		},
+		testing::ExitedWithCode(0), "");
+	setenv("CMWQ_PARAMS", params.c_str(), 1);
 }

@@ -483,3 +483,49 @@ TEST(drain, waits_for_chained_items_and_refuses_others_meanwhile)
 	EXPECT_FALSE(work_pending(&outsider));
 	destroy_workqueue(chain_wq);
 }
+
+namespace {
+std::atomic<int> lw_cpu{-1};
+std::atomic<bool> lw_done{false};
+void lw_fn(work_struct *)
+{
+	lw_cpu = sched_getcpu();
+	lw_done = true;
+}
+} // namespace
+
+// The local wake keeps a lone item's worker on the queueing CPU only when
+// that CPU is in the pool's pod: queued from a CPU outside a strict
+// workqueue's cpumask, every item still runs inside it.
+TEST(unbound_local_wake, a_worker_is_never_kept_on_a_cpu_outside_the_workqueues_cpumask)
+{
+	std::vector<int> cpus = usable_cpus();
+	if (cpus.size() < 2)
+		GTEST_SKIP() << "needs two CPUs";
+	int target = cpus[1], queuer = cpus[0];
+	workqueue_struct *wq = alloc_workqueue("t_lw_mask", WQ_UNBOUND, 0);
+	ASSERT_NE(wq, nullptr);
+	workqueue_attrs *attrs = alloc_workqueue_attrs();
+	cpumask_clear(attrs->cpumask);
+	cpumask_set_cpu(static_cast<unsigned>(target), attrs->cpumask);
+	attrs->affn_strict = true; // no repatriation to mend a worker sent outside
+	ASSERT_EQ(apply_workqueue_attrs(wq, attrs), 0);
+	free_workqueue_attrs(attrs);
+	int outside = 0;
+	std::thread t([&] {
+		pin(queuer);
+		work_struct w;
+		INIT_WORK(&w, lw_fn);
+		for (int i = 0; i < 50; i++) {
+			lw_done = false;
+			EXPECT_TRUE(queue_work(wq, &w));
+			EXPECT_TRUE(wait_until([] { return lw_done.load(); }, 20000ms));
+			flush_work(&w);
+			outside += lw_cpu.load() != target;
+			std::this_thread::sleep_for(2ms); // the worker goes idle: the next item is a lone one
+		}
+	});
+	t.join();
+	destroy_workqueue(wq);
+	EXPECT_EQ(outside, 0) << outside << " of 50 items ran outside the workqueue's cpumask (CPU " << target << ")";
+}

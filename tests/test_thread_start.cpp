@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,39 @@ TEST(thread_start, worker_creation_failure_keeps_the_work_queued)
 	EXPECT_TRUE(work_pending(&w));
 	ASSERT_EQ(cmwq_param_set("cmwq.fail_worker_creation", "0"), 0);
 	EXPECT_TRUE(wait_until([&] { return ran.load() == before + 1; }, 10000ms));
+	destroy_workqueue(wq);
+}
+
+// A pool whose worker could not start waits CREATE_COOLDOWN_NS (1 s)
+// before it tries again, however many items arrive meanwhile: no storm of
+// failing thread creations (and their messages) while the limit holds.
+TEST(thread_start, a_failed_worker_creation_is_not_retried_for_every_queued_item)
+{
+	ASSERT_EQ(cmwq_param_set("cmwq.fail_worker_creation", "100000"), 0);
+	workqueue_struct *wq = alloc_workqueue("t_cooldown", WQ_UNBOUND, 0);
+	ASSERT_NE(wq, nullptr);
+	workqueue_attrs *a = alloc_workqueue_attrs();
+	a->nice = 7; // a fresh pool with no worker yet
+	ASSERT_EQ(apply_workqueue_attrs(wq, a), 0);
+	free_workqueue_attrs(a);
+	std::vector<work_struct> ws(300);
+	int before = ran.load();
+	testing::internal::CaptureStderr();
+	for (auto &w : ws) {
+		INIT_WORK(&w, count_fn);
+		EXPECT_TRUE(queue_work(wq, &w));
+		std::this_thread::sleep_for(1ms);
+	}
+	char left[32] = {};
+	ASSERT_EQ(cmwq_param_get("cmwq.fail_worker_creation", left, sizeof(left)), 0);
+	ASSERT_EQ(cmwq_param_set("cmwq.fail_worker_creation", "0"), 0);
+	(void)testing::internal::GetCapturedStderr();
+	long attempts = 100000 - std::atol(left);
+	// 300 items over about 0.3 s (more under load): one attempt, another
+	// for each second that passed.
+	EXPECT_GE(attempts, 1);
+	EXPECT_LE(attempts, 6) << attempts << " worker creations tried for 300 items";
+	EXPECT_TRUE(wait_until([&] { return ran.load() == before + 300; }, 20000ms));
 	destroy_workqueue(wq);
 }
 

@@ -1,0 +1,87 @@
+#!/bin/sh
+# The checks run inside the guest of scripts/guest.sh (busybox sh), from
+# /cmwq: the pods wq_dump reports for the guest's own sysfs against the
+# pods the sysfs files give directly, the topology, unbound, guarantees and
+# multinode test programs, a short wq_bench over every scope, and the 2023
+# regression's shape (max_active 8 fed from every CPU: never more than 8
+# active, workers bounded). Exit status 0 when every check passes.
+B=/cmwq/build
+fail=0
+say() { echo "guest-run: $*"; }
+bad() { echo "guest-run: FAIL: $*"; fail=1; }
+
+# "0-2,5" -> "0,1,2,5"
+expand() {
+	echo "$1" | awk -F, '{ out = ""; for (i = 1; i <= NF; i++) { n = split($i, r, "-"); a = r[1]; b = n == 2 ? r[2] : r[1];
+		for (c = a; c <= b; c++) out = out (out == "" ? "" : ",") c } print out }'
+}
+
+# The pods of a scope from the sysfs files alone, as wq_dump's JSON prints
+# them: [a,b],[c,d] ordered by their lowest CPU.
+sysfs_pods() {
+	for d in /sys/devices/system/cpu/cpu[0-9]*; do
+		c=${d##*cpu}
+		[ -f "$d/online" ] && [ "$(cat "$d/online")" = 0 ] && continue
+		case $1 in
+		cpu) echo "$c" ;;
+		smt) expand "$(cat "$d/topology/thread_siblings_list")" ;;
+		cache)
+			llc="" lvl=0
+			for i in "$d"/cache/index*; do
+				l=$(cat "$i/level")
+				[ "$l" -ge "$lvl" ] && lvl=$l && llc=$i
+			done
+			expand "$(cat "$llc/shared_cpu_list")" ;;
+		numa) expand "$(cat "$(ls -d "$d"/node* | head -1)/cpulist")" ;;
+		system) expand "$(cat /sys/devices/system/cpu/online)" ;;
+		esac
+	done | sort -t, -k1,1n -u | awk '{ printf "%s[%s]", NR > 1 ? "," : "", $0 } END { print "" }'
+}
+
+say "topology of the guest:"
+for d in /sys/devices/system/cpu/cpu0 /sys/devices/system/cpu/cpu$(($(nproc) - 1)); do
+	say "  ${d##*/}: package $(cat "$d/topology/physical_package_id") core $(cat "$d/topology/core_id")" \
+		"siblings $(cat "$d/topology/thread_siblings_list") llc $(cat "$d"/cache/index3/shared_cpu_list 2>/dev/null || echo none)"
+done
+
+"$B/tools/wq_dump" --json --topology-only >/tmp/dump.json || bad "wq_dump failed"
+for scope in cpu smt cache numa system; do
+	want=$(sysfs_pods $scope)
+	got=$(sed -n "s/^  \"$scope\": \[\(.*\)\],\{0,1\}\$/\1/p" /tmp/dump.json)
+	if [ "$want" = "$got" ]; then
+		say "pods $scope: $(echo "$got" | awk -F'],' '{ print NF }') pods match sysfs"
+	else
+		bad "pods $scope: wq_dump [$got] but sysfs gives [$want]"
+	fi
+done
+say "cache_shard pods: $(sed -n 's/^  "cache_shard": \[\(.*\)\],\{0,1\}$/\1/p' /tmp/dump.json)"
+
+for t in test_topology test_unbound_whitebox test_guarantees test_multinode; do
+	[ -x "$B/tests/$t" ] || { bad "$t not built"; continue; }
+	env=""
+	[ $t = test_multinode ] && env="CMWQ_SYSFS_ROOT=/cmwq/data/topologies/two-nodes-16/sys"
+	if env $env CMWQ_PARAMS=cmwq.panic_on_warn=1 "$B/tests/$t" --gtest_brief=1 >/tmp/$t.log 2>&1; then
+		say "$t: $(grep -c '^\[       OK' /tmp/$t.log) passed ($(tail -1 /tmp/$t.log))"
+	else
+		tail -30 /tmp/$t.log
+		bad "$t"
+	fi
+done
+
+if "$B/bench/wq_bench" --quick --scopes all --timeout 600 >/tmp/bench.log 2>&1; then
+	say "wq_bench --quick --scopes all: completed; workers per scope:"
+	awk '/items\/sec/ { for (i = 1; i <= NF; i++) if ($i ~ /^workers=/) print "guest-run:   " $1 " " $i }' /tmp/bench.log
+else
+	tail -20 /tmp/bench.log
+	bad "wq_bench --quick --scopes all"
+fi
+
+# The 2023 report's shape: an unbound workqueue with max_active 8 fed from
+# a thread on every CPU of every node at once.
+if out=$("$B/tests/maxactive_target" 2>&1); then
+	say "$out"
+else
+	echo "$out"
+	bad "max_active 8 from every CPU"
+fi
+exit $fail
