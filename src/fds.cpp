@@ -13,10 +13,15 @@
 #include "engine/engine.h"
 
 #include <dirent.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <vector>
 
 namespace cmwq::detail {
 namespace {
@@ -55,6 +60,28 @@ long count_entries(int dirfd)
 	}
 }
 
+// Descriptors free below the soft limit, counted without opening one:
+// poll() says POLLNVAL for a number that is not open. Only when the spare
+// was lost, so its cost (a pass over the table) is rare.
+long free_fds()
+{
+	long limit = fd_limit();
+	if (limit > (1L << 20))
+		limit = 1L << 20;
+	std::vector<pollfd> p(4096);
+	long open_now = 0;
+	for (long base = 0; base < limit; base += static_cast<long>(p.size())) {
+		size_t n = static_cast<size_t>(std::min<long>(static_cast<long>(p.size()), limit - base));
+		for (size_t i = 0; i < n; i++)
+			p[i] = {static_cast<int>(base + static_cast<long>(i)), 0, 0};
+		if (poll(p.data(), n, 0) < 0)
+			return 0;
+		for (size_t i = 0; i < n; i++)
+			open_now += !(p[i].revents & POLLNVAL);
+	}
+	return limit - open_now;
+}
+
 } // namespace
 
 void fd_spare_take()
@@ -69,11 +96,28 @@ bool with_spare_fd(const std::function<int()> &open_fn, const std::function<void
 {
 	auto &s = spare();
 	lock_guard lk(s.lock);
-	if (s.fd >= 0)
-		close(s.fd);
+	if (s.fd < 0) {
+		// Lost (the program took the slot while it was free, or start-up
+		// found none): a new one only while two stay free, so it is never
+		// the program's last.
+		if (free_fds() < 2) {
+			errno = EMFILE;
+			return false;
+		}
+		s.fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (s.fd < 0)
+			return false;
+	}
+	close(s.fd);
 	s.fd = open_fn();
-	if (s.fd < 0)
-		return false; // the program took the slot meanwhile: a spare is taken at the next open
+	if (s.fd < 0) {
+		// Nothing opened (a thread that exited, a file that is not there):
+		// the slot just freed is the spare again.
+		int e = errno;
+		s.fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		errno = e;
+		return false;
+	}
 	use_fn(s.fd);
 	if (!keep) {
 		// Not worth keeping (an event costs its thread at every switch):
@@ -102,7 +146,10 @@ long open_fd_count()
 
 bool fds_to_spare(long more)
 {
+	errno = 0;
 	long open_now = open_fd_count();
+	if (open_now < 0 && (errno == EMFILE || errno == ENFILE))
+		return false; // not even the spare's slot could be had
 	if (open_now < 0)
 		return true; // no /proc: the callers' own check of the number they got is all there is
 	return fd_limit() - open_now - more >= FD_LEFT_TO_PROGRAM;

@@ -42,7 +42,13 @@ struct saved_params {
 	}
 };
 
-int test_cpu() { return cmwq::current_topology().usable.back(); }
+// Read once, before any squeeze: cmwq::current_topology() reads /sys, and
+// a call the program makes opens what it needs.
+int test_cpu()
+{
+	static int cpu = cmwq::current_topology().usable.back();
+	return cpu;
+}
 
 int open_fds()
 {
@@ -63,6 +69,23 @@ struct fd_squeeze {
 	std::vector<int> taken;
 	fd_squeeze(int room, int left)
 	{
+		// glibc reads /sys/devices/system/cpu/online (one descriptor, for a
+		// moment) once per process, when a thread's malloc makes the ninth
+		// arena: have that happen now, not in a thread started later.
+		{
+			std::atomic<int> up{0};
+			std::vector<std::thread> ts;
+			for (int i = 0; i < 16; i++)
+				ts.emplace_back([&up] {
+					void *p = malloc(64);
+					up++;
+					while (up.load() < 16)
+						std::this_thread::yield();
+					free(p);
+				});
+			for (auto &t : ts)
+				t.join();
+		}
 		getrlimit(RLIMIT_NOFILE, &saved);
 		rlimit rl = saved;
 		rl.rlim_cur = static_cast<rlim_t>(open_fds() + room);
@@ -144,19 +167,35 @@ protected:
 // succeeds meanwhile.
 TEST_P(fds, the_programs_opens_never_fail_while_workers_block_with_one_descriptor_free)
 {
-	fd_squeeze squeeze(200, 1);
-	// A pool of its own, made after the squeeze: its workers have no event
-	// yet, so (perf) they try to open theirs while one descriptor is free.
+	// A pool of its own with its workers started before the squeeze, and
+	// no event opened yet: (perf) they try to open theirs while one
+	// descriptor is free. (A thread started during the squeeze would take
+	// one for a moment in glibc: its first malloc reads
+	// /sys/devices/system/cpu/online to size the malloc arenas.)
 	workqueue_struct *fresh = alloc_workqueue("fds_fresh_%s", WQ_PERCPU | WQ_HIGHPRI, 0, GetParam());
 	ASSERT_NE(fresh, nullptr);
-	std::atomic<bool> stop{false};
+	{
+		std::vector<work_struct> warm(4);
+		for (auto &w : warm) {
+			INIT_WORK(&w, b_fn);
+			queue_work_on(test_cpu(), fresh, &w);
+		}
+		flush_workqueue(fresh);
+	}
+	// The test's own thread too starts before the squeeze, for the same
+	// reason.
+	std::atomic<bool> go{false}, stop{false};
 	std::atomic<int> rounds{0}, found{0};
 	std::thread blocker([&] {
+		while (!go.load())
+			std::this_thread::sleep_for(1ms);
 		while (!stop.load()) {
 			found += b_starts_while_a_blocks(rounds.load() % 2 ? wq : fresh, 5000ms);
 			rounds++;
 		}
 	});
+	fd_squeeze squeeze(200, 1);
+	go = true;
 	long opens = 0, failed = 0;
 	auto end = std::chrono::steady_clock::now() + 1500ms;
 	while (std::chrono::steady_clock::now() < end || rounds.load() < 3) {
