@@ -35,7 +35,7 @@ sysfs_pods() {
 		numa) expand "$(cat "$(ls -d "$d"/node* | head -1)/cpulist")" ;;
 		system) expand "$(cat /sys/devices/system/cpu/online)" ;;
 		esac
-	done | sort -t, -k1,1n -u | awk '{ printf "%s[%s]", NR > 1 ? "," : "", $0 } END { print "" }'
+	done | sort -t, -k1,1n -u | awk '{ printf "%s[%s]", (NR > 1 ? "," : ""), $0 } END { print "" }'
 }
 
 say "topology of the guest:"
@@ -61,7 +61,7 @@ for t in test_topology test_unbound_whitebox test_guarantees test_multinode; do
 	env=""
 	[ $t = test_multinode ] && env="CMWQ_SYSFS_ROOT=/cmwq/data/topologies/two-nodes-16/sys"
 	if env $env CMWQ_PARAMS=cmwq.panic_on_warn=1 "$B/tests/$t" --gtest_brief=1 >/tmp/$t.log 2>&1; then
-		say "$t: $(grep -c '^\[       OK' /tmp/$t.log) passed ($(tail -1 /tmp/$t.log))"
+		say "$t: $(grep -a 'PASSED' /tmp/$t.log | tail -1)"
 	else
 		tail -30 /tmp/$t.log
 		bad "$t"
@@ -77,7 +77,8 @@ else
 fi
 
 # The 2023 report's shape: an unbound workqueue with max_active 8 fed from
-# a thread on every CPU of every node at once.
+# a thread on every CPU of every node at once, within the kernel's node
+# shares (min_active 8 by default: 8 per node; min_active 1: 8 in all).
 if out=$("$B/tests/maxactive_target" 2>&1); then
 	say "$out"
 else
