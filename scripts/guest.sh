@@ -76,7 +76,6 @@ cat >"$ird/init" <<EOF
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev 2>/dev/null
-mount -t tmpfs tmp /tmp
 export PATH=/bin:/sbin LD_LIBRARY_PATH=/cmwq/build/src HOME=/tmp XDG_RUNTIME_DIR=/tmp CMWQ_IN_GUEST=1
 cd /cmwq
 echo "guest: \$(nproc) CPUs, \$(ls -d /sys/devices/system/node/node* | wc -l) nodes, kernel \$(uname -r)"
