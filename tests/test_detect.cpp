@@ -27,13 +27,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string param(const char *name)
-{
-	char buf[64] = {};
-	EXPECT_EQ(cmwq_param_get(name, buf, sizeof(buf)), 0) << name;
-	return buf;
-}
-
 // Restores the parameters a test changes.
 struct saved_params {
 	std::string detect = param("cmwq.block_detect");

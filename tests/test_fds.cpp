@@ -25,22 +25,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string param(const char *name)
-{
-	char buf[64] = {};
-	EXPECT_EQ(cmwq_param_get(name, buf, sizeof(buf)), 0) << name;
-	return buf;
-}
-
-struct saved_params {
-	std::string detect = param("cmwq.block_detect");
-	std::string sample = param("cmwq.blocked_sample_us");
-	~saved_params()
-	{
-		cmwq_param_set("cmwq.block_detect", detect == "perf" ? "auto" : detect.c_str());
-		cmwq_param_set("cmwq.blocked_sample_us", sample.c_str());
-	}
-};
+using saved_params = saved_detector_params;
 
 // Read once, before any squeeze: cmwq::current_topology() reads /sys, and
 // a call the program makes opens what it needs.

@@ -8,6 +8,28 @@
 #include <thread>
 
 #include <cmwq/introspect.hpp>
+#include <cmwq/params.h>
+#include <gtest/gtest.h>
+
+// A parameter's value as cmwq_param_get reads it back.
+inline std::string param(const char *name)
+{
+	char buf[64] = {};
+	EXPECT_EQ(cmwq_param_get(name, buf, sizeof(buf)), 0) << name;
+	return buf;
+}
+
+// Restores the block detector's mode and sampling period a test changes
+// ("perf" goes back to "auto", which chose it).
+struct saved_detector_params {
+	std::string detect = param("cmwq.block_detect");
+	std::string sample = param("cmwq.blocked_sample_us");
+	~saved_detector_params()
+	{
+		cmwq_param_set("cmwq.block_detect", detect == "perf" ? "auto" : detect.c_str());
+		cmwq_param_set("cmwq.blocked_sample_us", sample.c_str());
+	}
+};
 
 // Poll f every millisecond until it holds or the limit passes; generous
 // limits keep tests correct on a loaded machine without timing assertions.

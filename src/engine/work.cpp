@@ -449,33 +449,34 @@ inline bool work_refused(work_struct *work, const char *call)
 		return false;
 	return work_refused_slow(work, call);
 }
+// What queue_work_on and cmwq_try_queue_work share. dropped: PENDING was
+// taken but the workqueue drains or dies, so the item is idle again (the
+// kernel's queue_work still returns true for it).
+enum class queue_result { not_queued, dropped, queued };
+queue_result queue_item(int cpu, workqueue_struct *wq, work_struct *work, const char *call)
+{
+	if (wq_refused(wq, call) || work_refused(work, call))
+		return queue_result::not_queued;
+	transit_begin(work);
+	if (test_and_set_pending(work) || clear_pending_if_disabled(work)) {
+		transit_end(work);
+		return queue_result::not_queued;
+	}
+	// Ends the transit under the pool lock.
+	return do_queue_work(cpu, wq, work) ? queue_result::queued : queue_result::dropped;
+}
 } // namespace
 
 extern "C" {
 
 bool queue_work_on(int cpu, workqueue_struct *wq, work_struct *work)
 {
-	if (wq_refused(wq, "queue_work_on") || work_refused(work, "queue_work_on"))
-		return false;
-	transit_begin(work);
-	if (test_and_set_pending(work) || clear_pending_if_disabled(work)) {
-		transit_end(work);
-		return false;
-	}
-	do_queue_work(cpu, wq, work); // ends the transit under the pool lock
-	return true;
+	return queue_item(cpu, wq, work, "queue_work_on") != queue_result::not_queued;
 }
 
 bool cmwq_try_queue_work(workqueue_struct *wq, work_struct *work)
 {
-	if (wq_refused(wq, "cmwq_try_queue_work") || work_refused(work, "cmwq_try_queue_work"))
-		return false;
-	transit_begin(work);
-	if (test_and_set_pending(work) || clear_pending_if_disabled(work)) {
-		transit_end(work);
-		return false;
-	}
-	return do_queue_work(WORK_CPU_UNBOUND, wq, work); // false: dropped, idle again
+	return queue_item(WORK_CPU_UNBOUND, wq, work, "cmwq_try_queue_work") == queue_result::queued;
 }
 
 bool queue_work_node(int node, workqueue_struct *wq, work_struct *work)
