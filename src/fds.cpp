@@ -6,10 +6,12 @@
 // (a thread's /proc stat, the probe of a context-switch event, the count of
 // the process's descriptors) in the spare's slot: it closes the spare first
 // and keeps what it opened as the new spare, so at no moment does it hold
-// more than that one. Long-lived descriptors (the workers' events, the
-// epoll set and its eventfd) are opened only while at least
-// FD_LEFT_TO_PROGRAM stay free under the soft RLIMIT_NOFILE, read again at
-// each such open, so a limit the program lowers later is followed.
+// more than that one. A new library thread, whose first malloc opens a
+// file in glibc, starts with the spare's slot lent to it. Long-lived
+// descriptors (the workers' events, the epoll set and its eventfd) are
+// opened only while at least FD_LEFT_TO_PROGRAM stay free under the soft
+// RLIMIT_NOFILE, read again at each such open, so a limit the program
+// lowers later is followed.
 #include "engine/engine.h"
 
 #include <dirent.h>
@@ -126,6 +128,23 @@ bool with_spare_fd(const std::function<int()> &open_fn, const std::function<void
 		s.fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	}
 	return true;
+}
+
+int with_spare_lent(const std::function<int()> &fn)
+{
+	auto &s = spare();
+	lock_guard lk(s.lock);
+	// Without a spare (lost, or none at start) the slot fn's open takes is
+	// one the program could have had: no worse than before the spare.
+	bool had = s.fd >= 0;
+	if (had) {
+		close(s.fd);
+		s.fd = -1;
+	}
+	int rc = fn();
+	if (had)
+		s.fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return rc;
 }
 
 long fd_limit()

@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -275,6 +276,7 @@ struct thread_start {
 	cmwq_thread_kind kind;
 	void *(*fn)(void *);
 	void *arg;
+	sem_t ready; // posted once the thread no longer needs this
 };
 } // namespace
 
@@ -298,8 +300,15 @@ void thread_hooks_stop(cmwq_thread_kind kind, const cmwq_thread_hooks &mine)
 
 static void *thread_trampoline(void *p)
 {
-	thread_start st = *static_cast<thread_start *>(p);
-	delete static_cast<thread_start *>(p);
+	auto *start = static_cast<thread_start *>(p);
+	thread_start st{start->kind, start->fn, start->arg, {}};
+	// glibc attaches the thread's malloc arena at its first malloc and may
+	// read /sys/devices/system/cpu/online then (one descriptor, for a
+	// moment): done here, in the spare's slot its creator lent
+	// (with_spare_lent), so it never takes the program's last descriptor.
+	void *volatile first = malloc(16);
+	free(first);
+	sem_post(&start->ready);
 	cmwq_thread_hooks mine;
 	thread_hooks_start(st.kind, mine);
 	void *ret = st.fn(st.arg);
@@ -311,9 +320,8 @@ int spawn_thread(cmwq_thread_kind kind, void *(*fn)(void *), void *arg)
 {
 	if (fault_injected(params().fail_thread_creation))
 		return EAGAIN; // injected by cmwq.fail_thread_creation
-	auto *st = new (std::nothrow) thread_start{kind, fn, arg};
-	if (!st)
-		return ENOMEM;
+	thread_start st{kind, fn, arg, {}};
+	sem_init(&st.ready, 0, 0);
 	// Asynchronous signals stay with the program's own threads: a library
 	// thread blocks them from its first instruction (the mask is inherited).
 	// Signals raised by a fault in the thread itself stay deliverable.
@@ -325,12 +333,19 @@ int spawn_thread(cmwq_thread_kind kind, void *(*fn)(void *), void *arg)
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_t t;
-	int rc = pthread_create(&t, &attr, thread_trampoline, st);
+	// As the kernel's create_worker, the caller returns once the thread
+	// runs; meanwhile the spare's slot is the new thread's.
+	int rc = with_spare_lent([&] {
+		pthread_t t;
+		int err = pthread_create(&t, &attr, thread_trampoline, &st);
+		if (!err)
+			while (sem_wait(&st.ready) && errno == EINTR) {
+			}
+		return err;
+	});
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, nullptr);
-	if (rc)
-		delete st;
+	sem_destroy(&st.ready);
 	return rc;
 }
 

@@ -159,6 +159,13 @@ void fd_spare_take();
 // takes /dev/null in its slot. False if open_fn failed.
 bool with_spare_fd(const std::function<int()> &open_fn, const std::function<void(int)> &use_fn,
 		   bool keep = true);
+// Context: any lock but the spare's (it nests inside all of them, as in
+// fork_prepare). Runs fn with the spare's slot free and takes /dev/null in
+// it again afterwards: for what opens a descriptor the library cannot route
+// through the spare (a new thread's first malloc in glibc reads
+// /sys/devices/system/cpu/online to size its arenas). fn must not return
+// before that open is done and closed.
+int with_spare_lent(const std::function<int()> &fn);
 // Context: any. The soft RLIMIT_NOFILE now (a large number when unlimited).
 long fd_limit();
 // Context: no engine lock, or D. The process's open descriptors (the spare
