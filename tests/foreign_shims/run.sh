@@ -38,6 +38,10 @@ for timer in cmwq own; do
 				echo "FAIL: run ($timer timers, cmwq first: $first, $lang)"
 				fail=1
 			fi
+			# What the library says of the host's topology (a VM without
+			# cache information in sysfs) is about the machine, not the shims.
+			grep -v '^cmwq: topology: ' "$exe.stderr" >"$exe.stderr.own" || true
+			mv "$exe.stderr.own" "$exe.stderr"
 			if [ -s "$exe.stderr" ]; then
 				echo "FAIL: stderr not empty ($timer timers, cmwq first: $first, $lang):"
 				cat "$exe.stderr"
