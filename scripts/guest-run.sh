@@ -4,7 +4,8 @@
 # pods the sysfs files give directly, the topology, unbound, guarantees and
 # multinode test programs, a short wq_bench over every scope, and the 2023
 # regression's shape (max_active 8 fed from every CPU: never more than 8
-# active, workers bounded). Exit status 0 when every check passes.
+# active, workers bounded), and CPU hotplug under load. Exit status 0 when
+# every check passes.
 B=/cmwq/build
 fail=0
 say() { echo "guest-run: $*"; }
@@ -84,5 +85,14 @@ if out=$("$B/tests/maxactive_target" 2>&1); then
 else
 	echo "$out"
 	bad "max_active 8 from every CPU"
+fi
+# CPU hotplug under load: three CPUs offline and back while items flow to
+# every CPU (tests/targets/hotplug_target.cpp): nothing lost or doubled,
+# the offline CPU's items still run, its workers bound to it again after.
+if out=$(CMWQ_HOTPLUG_REAL=1 "$B/tests/hotplug_target" 2>&1); then
+	echo "$out" | grep -a '^hotplug_target' | sed 's/^/guest-run: /'
+else
+	echo "$out" | tail -30
+	bad "CPU hotplug under load"
 fi
 exit $fail

@@ -82,6 +82,8 @@ void ensure_started()
 		gl.nr_nodes = gl.topo.nr_nodes;
 		gl.unbound_cpus = gl.usable;
 		gl.requested_unbound = gl.usable;
+		gl.online = gl.usable;
+		hotplug_init();
 		{
 			lock_guard gk(gl.pool_mutex);
 			init_percpu_pools(gl);

@@ -688,7 +688,7 @@ void wake_worker(worker *w)
 	w->pins.fetch_sub(1, std::memory_order_release);
 }
 
-void pin_self(const std::vector<int> &cpus)
+bool pin_thread(pid_t tid, const std::vector<int> &cpus)
 {
 	auto &gl = g();
 	cpu_set_t set;
@@ -699,9 +699,10 @@ void pin_self(const std::vector<int> &cpus)
 			CPU_SET(c, &set);
 			n++;
 		}
-	if (n)
-		sched_setaffinity(0, sizeof(set), &set);
+	return n && sched_setaffinity(tid, sizeof(set), &set) == 0;
 }
+
+void pin_self(const std::vector<int> &cpus) { pin_thread(0, cpus); }
 
 void apply_nice(int nice)
 {

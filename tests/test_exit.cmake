@@ -16,3 +16,11 @@ set_target_properties(cmwq_maxactive_target PROPERTIES OUTPUT_NAME maxactive_tar
 add_test(NAME unbound_max_active_8_from_every_cpu_stays_within_the_node_shares
          COMMAND ${CMWQ_TEST_RUNNER} $<TARGET_FILE:cmwq_maxactive_target>)
 set_tests_properties(unbound_max_active_8_from_every_cpu_stays_within_the_node_shares PROPERTIES TIMEOUT 60)
+
+# Real CPU hotplug under load: it takes CPUs offline, so it runs only inside
+# the many-CPU guest (scripts/guest-run.sh sets CMWQ_HOTPLUG_REAL=1), never
+# on the build machine; the engine's side is tested there by
+# test_hotplug_whitebox with a given online mask.
+add_executable(cmwq_hotplug_target ${CMAKE_CURRENT_SOURCE_DIR}/targets/hotplug_target.cpp)
+target_link_libraries(cmwq_hotplug_target PRIVATE cmwq_static)
+set_target_properties(cmwq_hotplug_target PROPERTIES OUTPUT_NAME hotplug_target)

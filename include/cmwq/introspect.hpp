@@ -25,7 +25,8 @@ struct pool_info {
 	int refcnt = 0;            // unbound pools: workqueue slots using it
 	int node = -1;
 	bool strict = false;
-	std::vector<int> cpus;     // CPUs its workers may run on
+	std::vector<int> cpus;     // CPUs its workers may run on now (a per-CPU pool
+	                           // whose CPU is offline: the unbound cpumask)
 	std::vector<int> pod_cpus; // the pod it serves
 	int nr_workers = 0;
 	int nr_idle = 0;

@@ -63,7 +63,7 @@ system_info snapshot()
 		pi.refcnt = pool->refcnt;
 		pi.node = pool->node;
 		pi.strict = pool->strict;
-		pi.cpus = pool->cpus;
+		pi.cpus = pool->run_cpus; // the unbound cpumask while its CPU is offline
 		pi.pod_cpus = pool->pod_cpus;
 		pi.nr_workers = pool->nr_workers;
 		pi.nr_idle = pool->nr_idle;

@@ -20,12 +20,14 @@
 //   8  workqueue.cpp                        one workqueue: alloc/destroy, attrs, max_active
 //   9  compat.cpp, ktimer.cpp, rcu_work.cpp    built on the core: the rest of the kernel API
 //   9  introspect.cpp, sysfs.cpp, params.cpp   looking and tuning
+//   9  hotplug.cpp                          CPUs going offline and coming back
 //   10 startup.cpp, fork.cpp                the library's life: they call into every floor
 //   10 control.cpp, control_proto.cpp       the control endpoint (a client of the public API) and
 //   10 control_verbs.cpp, control_metrics.cpp   its protocol: framing, requests, counters as text
 // Calls that go up, each named here:
 //   up: worker.cpp -> monitor_start         the monitor starts with the first worker
 //   up: timer.cpp -> monitor_start          a timer thread that cannot start is retried by the monitor
+//   up: monitor.cpp -> hotplug_poll         the monitor's passes follow the online CPUs
 //   up: params.cpp -> cmwq_control_start    the cmwq.control parameter starts and stops the
 //   up: params.cpp -> cmwq_control_stop     control endpoint (through its public calls)
 // end of floors.
@@ -41,6 +43,7 @@
 
 #include "internal.h"
 
+#include <sys/types.h>
 #include <syslog.h>
 
 #include <cstdio>
@@ -86,6 +89,8 @@ void wake_worker(worker *w);
 void spin_pause(int &n);
 // Context: the calling thread. Affinity to cpus (those this process may use).
 void pin_self(const std::vector<int> &cpus);
+// Context: any. The same for thread tid of this process; false when refused.
+bool pin_thread(pid_t tid, const std::vector<int> &cpus);
 // Context: the calling thread. Applies nice, or the lowest allowed, with one message.
 void apply_nice(int nice);
 // Context: no lock. Starts a detached library thread running fn(arg) with
@@ -505,6 +510,12 @@ int set_default_scope(affinity_scope s);
 int set_cache_shard_size(unsigned size);
 // The global unbound cpumask: 0, or -EINVAL if it leaves no usable CPU.
 int set_unbound_cpumask(const std::vector<int> &requested);
+// Context: G. unbound_cpus from the request and the online CPUs: the
+// request's online CPUs, or all of the request's when none is online.
+void update_unbound_cpus(globals &gl) REQUIRES(gl.pool_mutex);
+// Context: no lock. Every unbound workqueue's pwqs planned again (pods,
+// node shares) from the current unbound cpumask.
+void repod_unbound();
 
 // ---- compat.cpp -------------------------------------------------------------
 
@@ -522,6 +533,24 @@ int set_unbound_cpumask(const std::vector<int> &requested);
 // the parent's waiting items (idle again) and grace-period state.
 void rcu_fork_lock();
 void rcu_fork_unlock(bool child);
+
+// ---- hotplug.cpp ------------------------------------------------------------
+
+// Context: no lock (start-up). Where the online CPUs are read, and their text now.
+void hotplug_init();
+// Context: no lock. The usable CPUs online now are `online` (others
+// ignored): the pools of CPUs that left are disassociated, those of CPUs
+// that returned bound again, unbound pods recomputed. 0, or -EINVAL when
+// no usable CPU is in it (nothing changes).
+int cpus_online_changed(const std::vector<int> &online);
+// Context: no lock (the monitor). Reads the online file when a second has
+// passed since the last read (always with force) and acts when its text
+// changed: 0, or -EINVAL for text that is no CPU list.
+int hotplug_poll(bool force);
+// Context: no lock. Another online file (tests); its text now is the last seen.
+void hotplug_set_path(const std::string &path);
+// Context: any. How many changes of the online CPUs were acted on.
+uint64_t hotplug_changes();
 
 // ---- introspect.cpp ---------------------------------------------------------
 

@@ -212,6 +212,9 @@ struct worker_pool {
 	bool highpri = false;            // I
 	bool strict = true;              // I
 	std::vector<int> cpus;           // I: allowed CPUs of workers
+	// Where the workers run now: cpus, or for a per-CPU pool whose CPU is
+	// offline (POOL_DISASSOCIATED) the unbound cpumask (hotplug.cpp).
+	std::vector<int> run_cpus GUARDED_BY(lock);       // L
 	std::vector<int> pod_cpus;       // I
 	std::string key;                 // I: unbound pool identity
 	int refcnt = 0;                  // G: unbound users
@@ -413,7 +416,8 @@ namespace cmwq::detail {
 struct globals {
 	mutex pool_mutex;                      // G
 	topology topo;                              // G (copied to readers)
-	std::vector<int> usable;                    // I: topo.usable (never changes after start)
+	std::vector<int> usable;                    // I: topo.usable (never changes after start;
+	                                            //    some may go offline: online)
 	std::vector<int> cpu_index;                 // I: CPU number -> index in usable, -1
 	std::vector<worker_pool *> cpu_pools[2];    // I: by CPU number, normal/highpri
 	std::vector<worker_pool *> bh_pools[2];     // I
@@ -427,6 +431,8 @@ struct globals {
 	cpumask_t usable_mask{};                    // I
 	std::vector<int> requested_unbound;         // G: global cpumask request
 	std::vector<int> unbound_cpus;              // G: effective global unbound mask
+	                                            //    (the request's online CPUs)
+	std::vector<int> online;                    // G: usable CPUs online now (hotplug.cpp)
 	std::vector<int> cpu_node;                  // I: node of each CPU number
 	int nr_nodes = 1;                           // I
 	// The pools' mayday timer function (rescuer.cpp), set at start-up so

@@ -415,6 +415,7 @@ void *monitor_thread(void *)
 	uint64_t next_quota_read = now_ns() + QUOTA_REREAD_NS;
 	for (;;) {
 		state.wakeups.fetch_add(1, std::memory_order_relaxed); // each pass follows a wakeup
+		hotplug_poll(false); // at most once a second: CPUs gone offline or back
 		if (now_ns() >= next_quota_read) {
 			next_quota_read = now_ns() + QUOTA_REREAD_NS;
 			follow_cpu_quota();

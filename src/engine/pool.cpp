@@ -347,6 +347,7 @@ void init_percpu_pools(globals &gl)
 				p->watchers.init(p->pod_cpus);
 				p->strict = true;
 				lock_guard lk(p->lock); // not yet seen by anyone: for the analysis
+				p->run_cpus = {cpu};
 				if (bh) {
 					p->flags |= POOL_BH;
 					p->max_workers = 1;
@@ -410,6 +411,7 @@ worker_pool *get_unbound_pool(int nice, bool strict, const std::vector<int> &pod
 	p->key = key;
 	{
 		lock_guard lk(p->lock); // not yet seen by anyone: for the analysis
+		p->run_cpus = p->cpus;
 		p->flags |= POOL_DISASSOCIATED;
 		pool_set_managed(p, params().unbound_managed.load());
 	}

@@ -327,11 +327,13 @@ static void *worker_thread(void *arg)
 	w->thread = pthread_self(); // published by the tid store below
 	w->cpu_clock_last = thread_cpu_ns();
 	w->clock_ns = worker_clock_anchor(w);
-	// Take the pool's CPUs before the tid is published: a kicker narrows a
-	// worker through its tid (wake_worker), and a narrowing that landed
-	// before this pin would be undone while worker::narrowed still named
-	// the CPU, so no later kick would narrow it again.
-	pin_self(pool->cpus);
+	// An unbound pool's worker takes the pool's CPUs before the tid is
+	// published: a kicker narrows a worker through its tid (wake_worker),
+	// and a narrowing that landed before this pin would be undone while
+	// worker::narrowed still named the CPU, so no later kick would narrow
+	// it again.
+	if (pool->cpu < 0)
+		pin_self(pool->cpus);
 	__atomic_store_n(&w->tid, static_cast<pid_t>(syscall(SYS_gettid)), __ATOMIC_RELEASE);
 	set_thread_name(w);
 	apply_nice(pool->nice);
@@ -339,6 +341,12 @@ static void *worker_thread(void *arg)
 
 	deferred d;
 	w->pool->lock.lock();
+	// A per-CPU pool's worker pins under the lock, after its tid is out:
+	// a CPU going offline or returning (hotplug.cpp) moves, under the same
+	// lock, the workers whose tid it sees, so each worker ends on where its
+	// pool runs now.
+	if (pool->cpu >= 0)
+		pin_self(pool->run_cpus);
 	for (;;) {
 		if (w->flags & WORKER_DIE)
 			break;
@@ -402,7 +410,9 @@ static bool create_worker(worker_pool *pool)
 	w->pool = pool;
 	{
 		lock_guard lk(pool->lock);
-		w->flags = WORKER_PREP | (pool->managed ? 0u : unsigned(WORKER_UNBOUND));
+		// A per-CPU pool whose CPU is offline runs its workers unbound.
+		bool unbound = !pool->managed || (pool->cpu >= 0 && (pool->flags & POOL_DISASSOCIATED));
+		w->flags = WORKER_PREP | (unbound ? unsigned(WORKER_UNBOUND) : 0u);
 		w->id = pool->next_worker_id++;
 		pool->workers.push_back(w);
 		pool->nr_workers++;

@@ -339,15 +339,23 @@ int set_unbound_cpumask(const std::vector<int> &requested)
 		lock_guard gk(gl.pool_mutex);
 		std::vector<int> req = requested;
 		std::sort(req.begin(), req.end());
-		std::vector<int> eff = intersect(req, gl.usable);
-		if (eff.empty())
+		if (intersect(req, gl.usable).empty())
 			return -EINVAL;
-		gl.unbound_cpus = eff;
 		gl.requested_unbound = req;
+		update_unbound_cpus(gl);
 	}
 	repod_all(false);
 	return 0;
 }
+
+void update_unbound_cpus(globals &gl)
+{
+	std::vector<int> eff = intersect(gl.requested_unbound, gl.usable);
+	std::vector<int> on = intersect(eff, gl.online);
+	gl.unbound_cpus = on.empty() ? eff : on;
+}
+
+void repod_unbound() { repod_all(false); }
 
 } // namespace cmwq::detail
 
