@@ -602,3 +602,38 @@ TEST(bad_input, try_queue_work_says_false_for_an_item_a_draining_workqueue_drops
 	EXPECT_EQ(drain_b_runs.load(), accepted) << "every accepted item runs once";
 	EXPECT_NE(err.find("cannot queue"), std::string::npos) << err;
 }
+
+// A call with the pointer of a workqueue destroyed shortly before is refused
+// without reading freed memory: the structs of the last destroyed
+// workqueues are kept (no cmwq.debug_objects needed). The ASan stage runs
+// this program, where a read of freed memory fails the test.
+TEST(reliability, a_recently_destroyed_workqueue_is_refused_without_reading_freed_memory)
+{
+	static std::atomic<int> ran{0};
+	std::vector<workqueue_struct *> dead;
+	for (int i = 0; i < 8; i++) {
+		workqueue_struct *wq = alloc_workqueue("dead_%d", i % 2 ? WQ_UNBOUND : 0, 0, i);
+		ASSERT_NE(wq, nullptr);
+		destroy_workqueue(wq);
+		dead.push_back(wq);
+	}
+	work_struct w;
+	INIT_WORK(&w, [](work_struct *) { ran++; });
+	delayed_work dw;
+	INIT_DELAYED_WORK(&dw, [](work_struct *) { ran++; });
+	testing::internal::CaptureStderr();
+	for (auto *wq : dead) {
+		EXPECT_FALSE(queue_work(wq, &w));
+		EXPECT_FALSE(queue_delayed_work(wq, &dw, 1));
+		EXPECT_FALSE(mod_delayed_work(wq, &dw, 1));
+		flush_workqueue(wq);
+		drain_workqueue(wq);
+		workqueue_set_max_active(wq, 4);
+	}
+	std::string err = testing::internal::GetCapturedStderr();
+	EXPECT_NE(err.find("(dead_7) was destroyed"), std::string::npos) << err;
+	EXPECT_FALSE(work_pending(&w));
+	EXPECT_FALSE(delayed_work_pending(&dw));
+	usleep(20000);
+	EXPECT_EQ(ran.load(), 0);
+}

@@ -530,6 +530,19 @@ int workqueue_sysfs_register(struct workqueue_struct *wq)
 	return 0;
 }
 
+// The structs of the last destroyed workqueues, kept with their magic
+// saying dead (bounded: the oldest is freed when a newer one comes). A
+// lock-free ring, so a fork child never finds it locked.
+constexpr size_t WQ_QUARANTINE = 64;
+
+static void quarantine(workqueue_struct *wq)
+{
+	static std::atomic<workqueue_struct *> ring[WQ_QUARANTINE];
+	static std::atomic<size_t> next{0};
+	size_t i = next.fetch_add(1, std::memory_order_relaxed) % WQ_QUARANTINE;
+	delete ring[i].exchange(wq, std::memory_order_acq_rel);
+}
+
 void destroy_workqueue(struct workqueue_struct *wq)
 {
 	if (wq_refused(wq, "destroy_workqueue"))
@@ -591,12 +604,13 @@ void destroy_workqueue(struct workqueue_struct *wq)
 	for (auto *nna : wq->node_nr_active)
 		delete nna;
 	{ lock_guard fk(wq->flush_mutex); }
-	// Later calls with this pointer are refused (wq_refused): always while
-	// the memory is not reused, and for sure under cmwq.debug_objects, which
-	// keeps it.
+	// Later calls with this pointer are refused (wq_refused): the struct of
+	// the last WQ_QUARANTINE destroyed workqueues is kept, so a call soon
+	// after with the stale pointer reads no freed memory; under
+	// cmwq.debug_objects every one is kept.
 	wq->magic.store(WQ_MAGIC_DEAD, std::memory_order_release);
 	if (!debug_objects_on())
-		delete wq;
+		quarantine(wq);
 }
 
 void workqueue_set_max_active(struct workqueue_struct *wq, int max_active)
