@@ -346,7 +346,7 @@ static void *worker_thread(void *arg)
 	// lock, the workers whose tid it sees, so each worker ends on where its
 	// pool runs now.
 	if (pool->cpu >= 0)
-		pin_self(pool->run_cpus);
+		pin_self(w->pool->run_cpus);
 	for (;;) {
 		if (w->flags & WORKER_DIE)
 			break;
