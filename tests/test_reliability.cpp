@@ -405,6 +405,7 @@ TEST(bad_input, zeroed_item_and_destroyed_workqueue_are_refused)
 	EXPECT_FALSE(mod_delayed_work_on(WORK_CPU_UNBOUND, wq, &dw, 1));
 	EXPECT_FALSE(queue_rcu_work(wq, &rw));
 	EXPECT_FALSE(workqueue_congested(WORK_CPU_UNBOUND, wq));
+	EXPECT_EQ(cmwq_workqueue_flags(wq), 0u);
 	workqueue_set_min_active(wq, 1);
 	workqueue_attrs *attrs = alloc_workqueue_attrs();
 	EXPECT_NE(apply_workqueue_attrs(wq, attrs), 0);
@@ -419,7 +420,7 @@ TEST(bad_input, zeroed_item_and_destroyed_workqueue_are_refused)
 	for (const char *call : {"queue_work_node", "queue_delayed_work_on", "mod_delayed_work_on", "queue_rcu_work",
 				 "workqueue_congested", "workqueue_set_min_active", "workqueue_set_max_active",
 				 "apply_workqueue_attrs", "show_one_workqueue", "workqueue_sysfs_register",
-				 "cmwq_workqueue_stats", "drain_workqueue"})
+				 "cmwq_workqueue_stats", "drain_workqueue", "cmwq_workqueue_flags"})
 		EXPECT_NE(err.find(std::string("cmwq: ") + call + "(): workqueue "), std::string::npos) << call << "\n" << err;
 	cmwq_param_set("cmwq.debug_objects", "0");
 	EXPECT_NE(err.find("queue_work_on(): work item "), std::string::npos) << err;

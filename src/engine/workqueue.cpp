@@ -646,6 +646,13 @@ void workqueue_set_min_active(struct workqueue_struct *wq, int min_active)
 	wq_adjust_max_active(wq);
 }
 
+unsigned int cmwq_workqueue_flags(struct workqueue_struct *wq)
+{
+	if (wq_refused(wq, "cmwq_workqueue_flags"))
+		return 0;
+	return wq->flags;
+}
+
 bool workqueue_congested(int cpu, struct workqueue_struct *wq)
 {
 	if (wq_refused(wq, "workqueue_congested"))

@@ -541,6 +541,12 @@ const char *cmwq_current_workqueue_name(void);
 /* The workqueue of the item the calling thread runs, or NULL. */
 struct workqueue_struct *cmwq_current_workqueue(void);
 /*
+ * The flags wq was created with (WQ_UNBOUND, __WQ_ORDERED, WQ_PERCPU, ...,
+ * as alloc_workqueue normalised them). 0, with one message, for NULL or a
+ * destroyed workqueue. Any context; does not block.
+ */
+unsigned int cmwq_workqueue_flags(struct workqueue_struct *wq);
+/*
  * Prints "cmwq: <what> in work item <name or function> on workqueue <wq>"
  * through the log handler (<cmwq/log.h>); the C++ API calls it for an
  * exception that escapes a work item, before std::terminate().
