@@ -30,6 +30,13 @@
 //   does for a work guard. join() returns once every handler posted through
 //   this executor (any copy) has run or been destroyed and no tracked copy
 //   remains.
+// - Continuations: a function deferred (defer(), or execute() with
+//   relationship.continuation, as a strand hands over) from a handler of
+//   the same workqueue is not queued: the item that ran the handler runs it
+//   after the handler returns, as Asio's thread_pool keeps continuations in
+//   a thread-private queue (no lock, no wakeup, the data still in this
+//   CPU's cache). At most 64 such run in one item; the rest are queued as
+//   items. Not on an ordered workqueue, whose items run in queue order.
 // - A handler that throws: the exception is kept (with one message) and
 //   the next join() rethrows it, as io_context::run() does; the other
 //   handlers, a strand's included, carry on.
@@ -45,10 +52,12 @@
 #pragma once
 
 #ifdef CMWQ_ASIO_STANDALONE
+#include <asio/detail/scheduler.hpp>
 #include <asio/execution.hpp>
 #include <asio/execution_context.hpp>
 #include <asio/is_executor.hpp>
 #else
+#include <boost/asio/detail/scheduler.hpp>
 #include <boost/asio/execution.hpp>
 #include <boost/asio/execution_context.hpp>
 #include <boost/asio/is_executor.hpp>
@@ -70,8 +79,10 @@ namespace cmwq::asio {
 
 #ifdef CMWQ_ASIO_STANDALONE
 namespace net = ::asio;
+using error_code = ::asio::error_code;
 #else
 namespace net = ::boost::asio;
+using error_code = ::boost::system::error_code;
 #endif
 
 // The execution_context an Asio executor must name: one for all workqueues,
@@ -96,13 +107,18 @@ enum : unsigned {
 struct shared_state {
 	workqueue_struct *wq;
 	const char *name;
+	bool chain; // continuations may run in the item that deferred them (not ordered)
+	net::execution_context *ctx = &shared_context(); // what I/O objects on the executor use
 	std::atomic<long> pending{0};
 	std::atomic<long> tracked{0};
 	std::atomic<std::uint32_t> seq{0}; // bumped (and woken) when either count reaches 0
 	std::mutex lock;
 	std::deque<std::exception_ptr> escaped; // lock
 
-	shared_state(workqueue_struct *w, const char *n) noexcept : wq(w), name(n) {}
+	shared_state(workqueue_struct *w, const char *n) noexcept
+		: wq(w), name(n), chain(w && !(cmwq_workqueue_flags(w) & __WQ_ORDERED))
+	{
+	}
 	const std::uint32_t *word() const noexcept { return reinterpret_cast<const std::uint32_t *>(&seq); }
 	void bump() noexcept
 	{
@@ -155,14 +171,67 @@ struct shared_state {
 	}
 };
 
+// A handler's work item: what cmwq queues, and the link of a chain.
+struct item_node {
+	work_struct ws;
+	void *owner;                     // the handler_item
+	item_node *next;                 // the next link of a chain
+	void (*discard)(item_node *);    // destroys the handler without running it
+};
+
+// The continuations of the item this thread runs (see the top of the
+// file): wq is the workqueue of an executor's item running here, else null.
+struct chain {
+	workqueue_struct *wq = nullptr;
+	item_node *head = nullptr;
+	item_node *tail = nullptr;
+};
+inline thread_local chain tl_chain;
+constexpr int max_chain = 64;
+
+// true: n was kept to run after the current handler (a continuation).
+inline bool chain_push(const shared_state &st, item_node *n) noexcept
+{
+	chain &c = tl_chain;
+	if (!st.chain || c.wq != st.wq)
+		return false;
+	n->next = nullptr;
+	if (c.tail)
+		c.tail->next = n;
+	else
+		c.head = n;
+	c.tail = n;
+	return true;
+}
+
+// After the first handler of an item: runs up to max_chain continuations
+// (each may add more), queues the rest as items, ends the chain.
+inline void chain_run(chain &c) noexcept
+{
+	for (int i = 0; c.head && i < max_chain; i++) {
+		item_node *n = c.head;
+		c.head = n->next;
+		if (!c.head)
+			c.tail = nullptr;
+		n->ws.func(&n->ws); // with c.wq set: runs the handler alone
+	}
+	workqueue_struct *wq = c.wq;
+	item_node *rest = c.head;
+	c = chain{};
+	while (rest) {
+		item_node *n = rest;
+		rest = n->next;
+		if (!cmwq_try_queue_work(wq, &n->ws))
+			n->discard(n);
+	}
+}
+
 // One handler as one work item, allocated with the executor's allocator.
 template <class F, class Alloc>
 struct handler_item {
 	using item_alloc = typename std::allocator_traits<Alloc>::template rebind_alloc<handler_item>;
-	struct node {
-		work_struct ws;
-		handler_item *owner;
-	} n{};
+	using node = item_node;
+	item_node n{};
 	F fn;
 	std::shared_ptr<shared_state> st;
 	item_alloc alloc;
@@ -180,9 +249,9 @@ struct handler_item {
 		std::allocator_traits<item_alloc>::deallocate(a, it, 1);
 		s->done_one();
 	}
-	static void invoke(work_struct *w) noexcept
+	static void discard(item_node *n) noexcept { destroy(static_cast<handler_item *>(n->owner)); }
+	static void run(handler_item *it) noexcept
 	{
-		handler_item *it = container_of(w, node, ws)->owner;
 		try {
 			it->fn();
 		} catch (...) {
@@ -190,9 +259,25 @@ struct handler_item {
 		}
 		destroy(it);
 	}
+	// As a work item: the handler, then the continuations it deferred. As
+	// a link of a chain (another handler's item runs it): the handler.
+	static void invoke(work_struct *w) noexcept
+	{
+		handler_item *it = static_cast<handler_item *>(cmwq_container_of(w, item_node, ws)->owner);
+		chain &c = tl_chain;
+		if (c.wq) {
+			run(it);
+			return;
+		}
+		c.wq = it->st->wq;
+		run(it);
+		chain_run(c);
+	}
 };
 
 } // namespace detail
+
+class reactor;
 
 template <class Allocator = std::allocator<void>>
 class basic_executor {
@@ -260,7 +345,7 @@ public:
 			fn();
 			return;
 		}
-		queue(std::forward<F>(f));
+		queue(std::forward<F>(f), (bits_ & detail::CONTINUATION) != 0);
 	}
 	// execute(f(i)) for i in [0, n): n items, each with its own copy of f.
 	template <class F>
@@ -270,7 +355,10 @@ public:
 			execute([f, i]() mutable { f(i); });
 	}
 
-	net::execution_context &query(net::execution::context_t) const noexcept { return shared_context(); }
+	net::execution_context &query(net::execution::context_t) const noexcept
+	{
+		return s_ ? *s_->ctx : shared_context();
+	}
 	net::execution::blocking_t query(net::execution::blocking_t) const noexcept
 	{
 		if (bits_ & detail::BLOCKING_NEVER)
@@ -351,7 +439,7 @@ public:
 
 	// ---- the Networking TS model ----
 
-	net::execution_context &context() const noexcept { return shared_context(); }
+	net::execution_context &context() const noexcept { return s_ ? *s_->ctx : shared_context(); }
 	// A work guard's count: join() waits while one is not finished.
 	void on_work_started() const noexcept
 	{
@@ -381,7 +469,7 @@ public:
 	template <class F, class A>
 	void defer(F &&f, const A &) const
 	{
-		queue(std::forward<F>(f));
+		queue(std::forward<F>(f), true);
 	}
 
 	// true inside a work item of this executor's workqueue.
@@ -392,13 +480,15 @@ public:
 
 	friend bool operator==(const basic_executor &a, const basic_executor &b) noexcept
 	{
-		return a.native() == b.native() && a.bits_ == b.bits_ && a.alloc_ == b.alloc_;
+		return a.native() == b.native() && &a.context() == &b.context() && a.bits_ == b.bits_ &&
+		       a.alloc_ == b.alloc_;
 	}
 	friend bool operator!=(const basic_executor &a, const basic_executor &b) noexcept { return !(a == b); }
 
 private:
 	template <class A>
 	friend class basic_executor;
+	friend class reactor;
 
 	basic_executor(std::shared_ptr<detail::shared_state> s, const Allocator &a, unsigned bits) noexcept
 		: s_(std::move(s)), alloc_(a), bits_(bits)
@@ -417,10 +507,11 @@ private:
 			s_->untrack();
 	}
 
-	// Queues f as one item, never inline. A workqueue that refuses it
-	// (destroyed, draining): f is destroyed without running.
+	// Queues f as one item, never inline; a continuation from a handler of
+	// the workqueue joins the running item's chain instead. A workqueue
+	// that refuses it (destroyed, draining): f is destroyed without running.
 	template <class F>
-	bool queue(F &&f) const
+	bool queue(F &&f, bool continuation = false) const
 	{
 		using item = detail::handler_item<std::decay_t<F>, Allocator>;
 		if (!s_)
@@ -434,9 +525,12 @@ private:
 			throw;
 		}
 		it->n.owner = it;
+		it->n.discard = &item::discard;
 		INIT_WORK(&it->n.ws, &item::invoke);
 		cmwq_set_work_name(&it->n.ws, s_->name);
 		s_->pending.fetch_add(1, std::memory_order_relaxed);
+		if (continuation && detail::chain_push(*s_, &it->n))
+			return true;
 		if (!cmwq_try_queue_work(s_->wq, &it->n.ws)) {
 			item::destroy(it);
 			return false;
@@ -483,5 +577,130 @@ private:
 };
 
 using executor = basic_executor<>;
+
+// Asio's reactor run by a workqueue's own workers. The executor of a
+// plain basic_executor names one execution_context for every workqueue,
+// whose reactor (epoll) Asio runs on a thread of its own: each I/O
+// completion then hops from that thread to a worker. An executor from
+// reactor::get_executor() names this context instead, whose reactor runs
+// in `runners` items of the workqueue (one per CPU on a per-CPU
+// workqueue, queued there); a completion is dispatched from the item that
+// saw it, on the workqueue, so the handler runs inline: no hop, no wakeup,
+// as io_context::run threads do. The items wait in epoll (or for another
+// runner) up to 50 ms and run at most 64 handlers each, then queue
+// themselves again, so a flush of the workqueue returns and no item
+// counts as a CPU hog. Continuations deferred by a completion handler run
+// in the same item, as for the executor's items.
+//
+// - Not on an ordered workqueue (its one item at a time would be a runner
+//   waiting in epoll): std::invalid_argument.
+// - Lifetime, as for io_context: I/O objects made on the executor go
+//   first, then the reactor (it stops the runners and destroys the
+//   handlers of operations still pending without running them), then the
+//   workqueue. Not destroyed from an item of the workqueue.
+// - A handler that throws: join() rethrows it, as for the executor.
+class reactor : public net::execution_context {
+public:
+	// runners: items that run the reactor; 0: one per online CPU.
+	explicit reactor(workqueue_struct *wq, int runners = 0, const char *name = "cmwq::asio")
+		: st_(std::make_shared<detail::shared_state>(wq, name))
+	{
+		unsigned flags = wq ? cmwq_workqueue_flags(wq) : 0;
+		if (!wq || !flags)
+			throw std::invalid_argument("cmwq::asio::reactor: no workqueue (NULL or destroyed)");
+		if (flags & __WQ_ORDERED)
+			throw std::invalid_argument("cmwq::asio::reactor: an ordered workqueue runs one item at a time; "
+						    "use a strand over an unbound workqueue's reactor");
+		st_->ctx = this;
+		sched_ = &net::make_service<net::detail::scheduler>(*this, 0, false);
+		sched_->work_started(); // runs never stop for want of work; ~reactor ends them
+		int cpus = cmwq_num_online_cpus() > 0 ? cmwq_num_online_cpus() : 1;
+		int n = runners > 0 ? runners : cpus;
+		bool percpu = !(flags & WQ_UNBOUND);
+		runners_.reset(new runner[static_cast<size_t>(n)]);
+		live_.store(n, std::memory_order_relaxed);
+		for (int i = 0; i < n; i++) {
+			runner &r = runners_[static_cast<size_t>(i)];
+			r.owner = this;
+			r.cpu = percpu ? i % cpus : WORK_CPU_UNBOUND;
+			INIT_WORK(&r.ws, &reactor::run_items);
+			cmwq_set_work_name(&r.ws, name);
+			if (!queue_work_on(r.cpu, wq, &r.ws))
+				runner_done();
+		}
+	}
+	explicit reactor(cmwq::workqueue &wq, int runners = 0, const char *name = "cmwq::asio")
+		: reactor(wq.native(), runners, name)
+	{
+	}
+	reactor(const reactor &) = delete;
+	reactor &operator=(const reactor &) = delete;
+	~reactor()
+	{
+		stopping_.store(true, std::memory_order_release);
+		sched_->stop();
+		cmwq_blocking_begin();
+		for (;;) {
+			std::uint32_t v = live_.load(std::memory_order_acquire);
+			if (v == 0)
+				break;
+			cmwq_futex_wait(reinterpret_cast<const std::uint32_t *>(&live_), v);
+		}
+		cmwq_blocking_end();
+		shutdown(); // pending operations' handlers are destroyed, not run
+		destroy();
+	}
+
+	executor get_executor() const noexcept { return executor(st_, std::allocator<void>(), 0); }
+	// As basic_executor::join for every executor of this reactor.
+	void join() const { st_->join(); }
+
+private:
+	struct runner {
+		work_struct ws;
+		reactor *owner;
+		int cpu;
+	};
+	static constexpr long wait_usec = 50000;
+	static constexpr int handlers_per_item = 64;
+
+	void runner_done() noexcept
+	{
+		live_.fetch_sub(1, std::memory_order_acq_rel);
+		cmwq_futex_wake(reinterpret_cast<const std::uint32_t *>(&live_));
+	}
+	static void run_items(work_struct *w) noexcept
+	{
+		runner *r = cmwq_container_of(w, runner, ws);
+		reactor *self = r->owner;
+		detail::chain &c = detail::tl_chain;
+		for (int ran = 0; ran < handlers_per_item;) {
+			if (self->stopping_.load(std::memory_order_acquire))
+				break;
+			std::size_t n = 0;
+			c.wq = self->st_->wq;
+			try {
+				error_code ec;
+				n = self->sched_->wait_one(wait_usec, ec);
+			} catch (...) {
+				self->st_->keep(std::current_exception());
+				n = 1;
+			}
+			detail::chain_run(c);
+			if (n == 0)
+				break; // waited in vain: give the worker back
+			ran += static_cast<int>(n);
+		}
+		if (self->stopping_.load(std::memory_order_acquire) ||
+		    !queue_work_on(r->cpu, self->st_->wq, &r->ws))
+			self->runner_done();
+	}
+
+	std::shared_ptr<detail::shared_state> st_;
+	net::detail::scheduler *sched_ = nullptr;
+	std::unique_ptr<runner[]> runners_;
+	std::atomic<std::uint32_t> live_{0};
+	std::atomic<bool> stopping_{false};
+};
 
 } // namespace cmwq::asio

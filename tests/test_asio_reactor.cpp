@@ -1,0 +1,300 @@
+// <cmwq/asio.hpp>: continuations (a defer from a handler runs after it in
+// the same item, never inline, not on an ordered workqueue) and
+// cmwq::asio::reactor (Asio's reactor run by the workqueue's workers: I/O
+// completions run where epoll saw them). Part of test_asio and
+// test_asio_standalone.
+#include <cmwq/asio.hpp>
+#include <cmwq/stats.h>
+#include <cmwq/workqueue.hpp>
+#include <gtest/gtest.h>
+
+#ifdef CMWQ_ASIO_STANDALONE
+#include <asio/defer.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/post.hpp>
+#include <asio/read.hpp>
+#include <asio/strand.hpp>
+#include <asio/write.hpp>
+namespace net = ::asio;
+using net_error = ::asio::error_code;
+#else
+#include <boost/asio/defer.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+namespace net = boost::asio;
+using net_error = boost::system::error_code;
+#endif
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+using tcp = net::ip::tcp;
+
+namespace {
+pid_t tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+uint64_t items_started(cmwq::workqueue &wq)
+{
+	uint64_t st[PWQ_NR_STATS];
+	cmwq_workqueue_stats(wq.native(), st);
+	return st[PWQ_STAT_STARTED];
+}
+} // namespace
+
+// A handler's defer runs after the handler returned (never inline), in the
+// same worker, without a queued item; a chain of 1000 hops loses none.
+TEST(asio_continuation, a_defer_from_a_handler_runs_after_it_on_the_same_worker)
+{
+	for (unsigned flags : {unsigned(WQ_UNBOUND), unsigned(WQ_PERCPU)}) {
+		cmwq::workqueue wq("asio_cont", flags);
+		cmwq::asio::executor ex(wq);
+		std::promise<bool> same;
+		std::atomic<bool> returned{false};
+		net::post(ex, [&] {
+			pid_t me = tid();
+			net::defer(ex, [&, me] { same.set_value(returned.load() && tid() == me); });
+			returned = true;
+		});
+		EXPECT_TRUE(same.get_future().get()) << "flags " << flags;
+		ex.join();
+		// A chain: each hop defers the next one.
+		std::atomic<int> hops{0};
+		std::promise<void> done;
+		struct hop {
+			cmwq::asio::executor ex;
+			std::atomic<int> *hops;
+			std::promise<void> *done;
+			int left;
+			void operator()() const
+			{
+				(*hops)++;
+				if (left == 0)
+					done->set_value();
+				else
+					net::defer(ex, hop{ex, hops, done, left - 1});
+			}
+		};
+		uint64_t before = items_started(wq);
+		net::post(ex, hop{ex, &hops, &done, 999});
+		done.get_future().wait();
+		ex.join();
+		EXPECT_EQ(hops.load(), 1000);
+		// 64 continuations an item at most: the chain took some items, far
+		// fewer than its hops.
+		uint64_t items = items_started(wq) - before;
+		EXPECT_GE(items, 1000u / 65);
+		EXPECT_LT(items, 200u) << "continuations were queued as items";
+	}
+}
+
+// More continuations than one item runs: the rest are queued, each runs once.
+TEST(asio_continuation, continuations_past_the_items_share_are_queued_and_each_runs_once)
+{
+	cmwq::workqueue wq("asio_cont_many", WQ_UNBOUND);
+	cmwq::asio::executor ex(wq);
+	std::vector<std::atomic<int>> runs(300);
+	net::post(ex, [&] {
+		for (auto &r : runs)
+			net::defer(ex, [&r] { r++; });
+	});
+	ex.join();
+	for (size_t i = 0; i < runs.size(); i++)
+		EXPECT_EQ(runs[i].load(), 1) << "continuation " << i;
+}
+
+// On an ordered workqueue a defer is queued behind what was queued before
+// it: items run in queue order, continuations too.
+TEST(asio_continuation, an_ordered_workqueue_runs_a_continuation_in_queue_order)
+{
+	cmwq::workqueue wq("asio_cont_ordered", WQ_UNBOUND | __WQ_ORDERED, 1);
+	cmwq::asio::executor ex(wq);
+	std::mutex m;
+	std::vector<char> order;
+	auto note = [&](char c) {
+		std::lock_guard lk(m);
+		order.push_back(c);
+	};
+	std::promise<void> a_started, c_posted;
+	auto c_posted_f = c_posted.get_future();
+	net::post(ex, [&] {
+		note('A');
+		a_started.set_value();
+		c_posted_f.wait(); // C is queued before A defers B
+		net::defer(ex, [&] { note('B'); });
+	});
+	a_started.get_future().wait();
+	net::post(ex, [&] { note('C'); });
+	c_posted.set_value();
+	ex.join();
+	EXPECT_EQ(std::string(order.begin(), order.end()), "ACB");
+}
+
+// A strand over the executor still serialises with continuations: its
+// hand-over is a continuation.
+TEST(asio_continuation, a_strand_keeps_serialising_through_continuations)
+{
+	cmwq::workqueue wq("asio_cont_strand", WQ_UNBOUND);
+	cmwq::asio::executor ex(wq);
+	net::strand<cmwq::asio::executor> s(ex);
+	std::atomic<int> in{0}, overlap{0}, runs{0};
+	auto body = [&] {
+		if (in.fetch_add(1) != 0)
+			overlap++;
+		runs++;
+		in.fetch_sub(1);
+	};
+	std::vector<std::thread> ts;
+	for (int t = 0; t < 3; t++)
+		ts.emplace_back([&] {
+			for (int i = 0; i < 300; i++) {
+				net::post(s, body);
+				net::defer(s, body);
+			}
+		});
+	for (auto &t : ts)
+		t.join();
+	ex.join();
+	EXPECT_EQ(runs.load(), 1800);
+	EXPECT_EQ(overlap.load(), 0);
+}
+
+namespace {
+// A loopback echo: a server on ex, one blocking client, `trips` round trips
+// of 32 bytes. Returns the workqueues the completion handlers ran on.
+struct echo_session : std::enable_shared_from_this<echo_session> {
+	tcp::socket sock;
+	char buf[32];
+	std::atomic<int> *off_wq;
+	workqueue_struct *wq;
+	echo_session(tcp::socket s, std::atomic<int> *off, workqueue_struct *w) : sock(std::move(s)), off_wq(off), wq(w)
+	{
+	}
+	void read()
+	{
+		auto self = shared_from_this();
+		sock.async_read_some(net::buffer(buf), [self](net_error ec, std::size_t n) {
+			if (cmwq_current_workqueue() != self->wq)
+				(*self->off_wq)++;
+			if (ec)
+				return;
+			net::async_write(self->sock, net::buffer(self->buf, n), [self](net_error ec2, std::size_t) {
+				if (cmwq_current_workqueue() != self->wq)
+					(*self->off_wq)++;
+				if (!ec2)
+					self->read();
+			});
+		});
+	}
+};
+
+bool echo(const cmwq::asio::executor &ex, workqueue_struct *wq, int trips, std::atomic<int> *off_wq)
+{
+	tcp::acceptor acc(ex, tcp::endpoint(net::ip::address_v4::loopback(), 0));
+	acc.async_accept([&](net_error ec, tcp::socket s) {
+		if (!ec)
+			std::make_shared<echo_session>(std::move(s), off_wq, wq)->read();
+	});
+	net::io_context client_ctx;
+	tcp::socket c(client_ctx);
+	c.connect(acc.local_endpoint());
+	char out[32] = "ping", in[32];
+	for (int i = 0; i < trips; i++) {
+		net::write(c, net::buffer(out));
+		net::read(c, net::buffer(in));
+		if (std::string(in) != "ping")
+			return false;
+	}
+	c.close();
+	return true;
+}
+} // namespace
+
+// The reactor's completions run on the workqueue, inline in the items that
+// run the reactor: far fewer items than completions (each completion a
+// hop through a queued item would start two per round trip).
+TEST(asio_reactor, io_completions_run_inline_on_the_workqueues_workers)
+{
+	for (unsigned flags : {unsigned(WQ_UNBOUND), unsigned(WQ_PERCPU)}) {
+		cmwq::workqueue wq("asio_reactor", flags);
+		uint64_t before = items_started(wq);
+		std::atomic<int> off_wq{0};
+		{
+			cmwq::asio::reactor rx(wq);
+			auto ex = rx.get_executor();
+			EXPECT_EQ(&net::query(ex, net::execution::context), static_cast<net::execution_context *>(&rx));
+			EXPECT_TRUE(echo(ex, wq.native(), 300, &off_wq)) << "flags " << flags;
+			rx.join();
+		}
+		EXPECT_EQ(off_wq.load(), 0) << "a completion ran off the workqueue";
+		uint64_t items = items_started(wq) - before;
+		EXPECT_LT(items, 300u) << "completions hopped through queued items (flags " << flags << ")";
+		// The workqueue is whole after the reactor: items still run.
+		auto t = cmwq::submit(wq, [] { return 7; });
+		EXPECT_EQ(t.get(), 7);
+	}
+}
+
+// Handlers posted through the reactor's executor are items as usual, and a
+// flush of the workqueue returns while the reactor runs.
+TEST(asio_reactor, posted_handlers_run_and_a_flush_returns_while_it_runs)
+{
+	cmwq::workqueue wq("asio_reactor_post", WQ_UNBOUND);
+	cmwq::asio::reactor rx(wq, 2);
+	auto ex = rx.get_executor();
+	std::atomic<int> runs{0};
+	for (int i = 0; i < 500; i++)
+		net::post(ex, [&] { runs++; });
+	rx.join();
+	EXPECT_EQ(runs.load(), 500);
+	auto t0 = std::chrono::steady_clock::now();
+	wq.flush(); // the runners give their items back at least every 50 ms
+	EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+}
+
+// Destroying the reactor with a read pending destroys its handler without
+// running it (as io_context does), and the workqueue lives on. The socket
+// object is left alone (leaked): a live one must go before its context.
+TEST(asio_reactor, destroying_it_with_a_read_pending_destroys_the_handler_unrun)
+{
+	cmwq::workqueue wq("asio_reactor_gone", WQ_PERCPU);
+	auto token = std::make_shared<int>(1);
+	std::atomic<int> ran{0};
+	net::io_context client_ctx;
+	tcp::socket c(client_ctx);
+	int fd = -1;
+	{
+		cmwq::asio::reactor rx(wq);
+		tcp::acceptor acc(rx.get_executor(), tcp::endpoint(net::ip::address_v4::loopback(), 0));
+		c.connect(acc.local_endpoint());
+		auto *s = new tcp::socket(rx.get_executor());
+		acc.accept(*s);
+		fd = s->native_handle();
+		static char buf[8];
+		s->async_read_some(net::buffer(buf), [&ran, token](net_error, std::size_t) { ran++; });
+		EXPECT_GE(token.use_count(), 2);
+	}
+	EXPECT_EQ(ran.load(), 0);
+	EXPECT_EQ(token.use_count(), 1) << "the pending handler was not destroyed";
+	close(fd);
+	auto t = cmwq::submit(wq, [] { return 1; });
+	EXPECT_EQ(t.get(), 1);
+}
+
+TEST(asio_reactor, an_ordered_or_missing_workqueue_is_refused)
+{
+	cmwq::workqueue wq("asio_reactor_ordered", WQ_UNBOUND | __WQ_ORDERED, 1);
+	EXPECT_THROW(cmwq::asio::reactor rx(wq), std::invalid_argument);
+	EXPECT_THROW(cmwq::asio::reactor rx(static_cast<workqueue_struct *>(nullptr)), std::invalid_argument);
+}
