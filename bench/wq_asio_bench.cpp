@@ -1,0 +1,363 @@
+// wq_asio_bench - Asio's kind of programs on cmwq's Asio executor
+// (<cmwq/asio.hpp>) against Asio's own pools, in the same run:
+//
+//   actor: a ring of actors, each a strand; tokens hop from one actor to the
+//          next with defer (Asio's actor example's shape). Asio: N x
+//          thread_pool(1), actor i on pool i % N (as that example does), and
+//          one thread_pool(N); cmwq: strands over one workqueue (unbound,
+//          per-CPU, ordered).
+//   echo:  a TCP echo server on loopback whose sockets use the executor
+//          under test; C client threads (blocking sockets) each make R round
+//          trips of 64 bytes. Asio: io_context run by N threads and
+//          thread_pool(N); cmwq: the same three workqueues, then the
+//          unbound and per-CPU ones with cmwq::asio::reactor (Asio's
+//          reactor run by the workqueue's workers).
+//
+// Each line prints the rate and its ratio to the first Asio line of its
+// protocol. Timing only; checks of behaviour are the tests' (test_asio).
+//
+//   wq_asio_bench [--protocol actor|echo|all] [--threads N] [--actor-pools P] [--actors A]
+//                 [--hops H] [--tokens K] [--clients C] [--round-trips R]
+//                 [--repeat N]
+#include <cmwq/asio.hpp>
+#include <cmwq/workqueue.hpp>
+
+#include <boost/asio/defer.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/write.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+namespace {
+
+struct options {
+	std::string protocol = "all";
+	int threads = 0; // 0: the online CPUs
+	int actor_pools = 16; // Asio's actor example: 16 x thread_pool(1)
+	int actors = 503;
+	long hops = 2000000;
+	int tokens = 1;
+	int clients = 8;
+	int round_trips = 20000;
+	int repeat = 3;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0)
+{
+	return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// ---- actor ------------------------------------------------------------------
+
+template <class Ex>
+struct actor {
+	net::strand<Ex> strand;
+	actor *next = nullptr;
+	explicit actor(const Ex &ex) : strand(ex) {}
+};
+
+template <class Ex>
+struct hop {
+	actor<Ex> *at;
+	long left;
+	std::atomic<int> *running;
+	std::promise<void> *done;
+	void operator()() const
+	{
+		if (left == 0) {
+			if (running->fetch_sub(1) == 1)
+				done->set_value();
+			return;
+		}
+		actor<Ex> *n = at->next;
+		net::defer(n->strand, hop{n, left - 1, running, done});
+	}
+};
+
+// Hops per second over a ring of actors on the executors given (actor i on
+// exs[i % size]).
+template <class Ex>
+double actor_rate(const std::vector<Ex> &exs, const options &o)
+{
+	std::vector<std::unique_ptr<actor<Ex>>> ring;
+	for (int i = 0; i < o.actors; i++)
+		ring.push_back(std::make_unique<actor<Ex>>(exs[static_cast<size_t>(i) % exs.size()]));
+	for (int i = 0; i < o.actors; i++)
+		ring[static_cast<size_t>(i)]->next = ring[static_cast<size_t>((i + 1) % o.actors)].get();
+	std::atomic<int> running{o.tokens};
+	std::promise<void> done;
+	auto f = done.get_future();
+	long per_token = o.hops / o.tokens;
+	auto t0 = std::chrono::steady_clock::now();
+	for (int k = 0; k < o.tokens; k++) {
+		actor<Ex> *a = ring[static_cast<size_t>(k * o.actors / o.tokens)].get();
+		net::post(a->strand, hop<Ex>{a, per_token, &running, &done});
+	}
+	f.wait();
+	double s = seconds_since(t0);
+	return static_cast<double>(per_token * o.tokens) / s;
+}
+
+// ---- echo -------------------------------------------------------------------
+
+template <class Ex>
+struct session : std::enable_shared_from_this<session<Ex>> {
+	net::basic_stream_socket<tcp, Ex> sock;
+	char buf[64];
+	explicit session(net::basic_stream_socket<tcp, Ex> s) : sock(std::move(s)) {}
+	void read()
+	{
+		auto self = this->shared_from_this();
+		sock.async_read_some(net::buffer(buf), [self](boost::system::error_code ec, std::size_t n) {
+			if (ec)
+				return;
+			net::async_write(self->sock, net::buffer(self->buf, n),
+					 [self](boost::system::error_code ec2, std::size_t) {
+						 if (!ec2)
+							 self->read();
+					 });
+		});
+	}
+};
+
+template <class Ex>
+struct server {
+	net::basic_socket_acceptor<tcp, Ex> acceptor;
+	Ex ex;
+	explicit server(const Ex &e) : acceptor(e, tcp::endpoint(net::ip::address_v4::loopback(), 0)), ex(e) {}
+	void accept()
+	{
+		acceptor.async_accept([this](boost::system::error_code ec, net::basic_stream_socket<tcp, Ex> s) {
+			if (ec)
+				return;
+			s.set_option(tcp::no_delay(true));
+			std::make_shared<session<Ex>>(std::move(s))->read();
+			accept();
+		});
+	}
+	unsigned short port() { return acceptor.local_endpoint().port(); }
+};
+
+// One client: R blocking round trips of 64 bytes.
+bool client(unsigned short port, int round_trips)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	sockaddr_in a{};
+	a.sin_family = AF_INET;
+	a.sin_port = htons(port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	bool ok = connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)) == 0;
+	char msg[64] = "ping", back[64];
+	for (int i = 0; ok && i < round_trips; i++) {
+		ok = write(fd, msg, sizeof(msg)) == sizeof(msg);
+		size_t got = 0;
+		while (ok && got < sizeof(back)) {
+			ssize_t n = read(fd, back + got, sizeof(back) - got);
+			ok = n > 0;
+			got += ok ? static_cast<size_t>(n) : 0;
+		}
+	}
+	close(fd);
+	return ok;
+}
+
+// Round trips per second against a server on ex; 0 when a client failed.
+template <class Ex>
+double echo_rate(const Ex &ex, const options &o)
+{
+	auto srv = std::make_unique<server<Ex>>(ex);
+	unsigned short port = srv->port();
+	net::post(ex, [s = srv.get()] { s->accept(); });
+	std::atomic<bool> failed{false};
+	auto t0 = std::chrono::steady_clock::now();
+	std::vector<std::thread> cs;
+	for (int c = 0; c < o.clients; c++)
+		cs.emplace_back([&] {
+			if (!client(port, o.round_trips))
+				failed = true;
+		});
+	for (auto &t : cs)
+		t.join();
+	double s = seconds_since(t0);
+	std::promise<void> closed;
+	net::post(ex, [&] {
+		boost::system::error_code ec;
+		srv->acceptor.close(ec);
+		closed.set_value();
+	});
+	closed.get_future().wait();
+	return failed ? 0 : static_cast<double>(o.clients) * o.round_trips / s;
+}
+
+// ---- the runs ---------------------------------------------------------------
+
+void line(const char *protocol, const std::string &who, double rate, double base, const char *unit)
+{
+	std::printf("%-6s %-34s %12.0f %s  %5.2fx\n", protocol, who.c_str(), rate, unit, base > 0 ? rate / base : 0.0);
+	std::fflush(stdout);
+}
+
+template <class F>
+double best_of(int n, F f)
+{
+	double best = 0;
+	for (int i = 0; i < n; i++)
+		best = std::max(best, f());
+	return best;
+}
+
+struct cmwq_kind {
+	const char *name;
+	unsigned flags;
+	int max_active;
+};
+const cmwq_kind kinds[] = {
+	{"cmwq unbound", WQ_UNBOUND, 0},
+	{"cmwq per-CPU", WQ_PERCPU, 0},
+	{"cmwq ordered", WQ_UNBOUND | __WQ_ORDERED, 1},
+};
+
+void run_actor(const options &o, int threads)
+{
+	int n = o.actor_pools;
+	double base = best_of(o.repeat, [&] {
+		std::vector<std::unique_ptr<net::thread_pool>> pools;
+		std::vector<net::thread_pool::executor_type> exs;
+		for (int i = 0; i < n; i++) {
+			pools.push_back(std::make_unique<net::thread_pool>(1));
+			exs.push_back(pools.back()->get_executor());
+		}
+		double r = actor_rate(exs, o);
+		for (auto &p : pools)
+			p->join();
+		return r;
+	});
+	line("actor", std::to_string(n) + " x asio::thread_pool(1)", base, base, "hops/s");
+	double one = best_of(o.repeat, [&] {
+		net::thread_pool pool(static_cast<size_t>(threads));
+		double r = actor_rate(std::vector<net::thread_pool::executor_type>{pool.get_executor()}, o);
+		pool.join();
+		return r;
+	});
+	line("actor", "asio::thread_pool(" + std::to_string(threads) + ")", one, base, "hops/s");
+	for (auto &k : kinds) {
+		double r = best_of(o.repeat, [&] {
+			cmwq::workqueue wq("bench_actor", k.flags, k.max_active);
+			cmwq::asio::executor ex(wq);
+			double v = actor_rate(std::vector<cmwq::asio::executor>{ex}, o);
+			ex.join();
+			return v;
+		});
+		line("actor", k.name, r, base, "hops/s");
+	}
+}
+
+void run_echo(const options &o, int n)
+{
+	double base = best_of(o.repeat, [&] {
+		net::io_context ctx(n);
+		auto guard = net::make_work_guard(ctx);
+		std::vector<std::thread> ts;
+		for (int i = 0; i < n; i++)
+			ts.emplace_back([&] { ctx.run(); });
+		double r = echo_rate(ctx.get_executor(), o);
+		guard.reset();
+		ctx.stop();
+		for (auto &t : ts)
+			t.join();
+		return r;
+	});
+	line("echo", "asio::io_context on " + std::to_string(n) + " threads", base, base, "round trips/s");
+	double pool_rate = best_of(o.repeat, [&] {
+		net::thread_pool pool(static_cast<size_t>(n));
+		double r = echo_rate(pool.get_executor(), o);
+		pool.stop();
+		pool.join();
+		return r;
+	});
+	line("echo", "asio::thread_pool(" + std::to_string(n) + ")", pool_rate, base, "round trips/s");
+	for (auto &k : kinds) {
+		double r = best_of(o.repeat, [&] {
+			cmwq::workqueue wq("bench_echo", k.flags, k.max_active);
+			cmwq::asio::executor ex(wq);
+			double v = echo_rate(ex, o);
+			ex.join(); // the sessions see their clients' EOF before the workqueue goes
+			return v;
+		});
+		line("echo", k.name, r, base, "round trips/s");
+	}
+	// The reactor run by the workqueue's workers (cmwq::asio::reactor):
+	// completions run where epoll saw them, no hop.
+	for (auto &k : kinds) {
+		if (k.flags & __WQ_ORDERED)
+			continue; // the reactor refuses an ordered workqueue
+		double r = best_of(o.repeat, [&] {
+			cmwq::workqueue wq("bench_echo_r", k.flags, k.max_active);
+			double v;
+			{
+				cmwq::asio::reactor rx(wq);
+				v = echo_rate(rx.get_executor(), o);
+				rx.join();
+			}
+			return v;
+		});
+		line("echo", std::string(k.name) + " + reactor", r, base, "round trips/s");
+	}
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	options o;
+	CLI::App app{"Asio's kind of programs on cmwq's Asio executor against Asio's own pools"};
+	app.add_option("--protocol", o.protocol, "actor, echo or all")->check(CLI::IsMember({"actor", "echo", "all"}));
+	app.add_option("--threads", o.threads, "threads of Asio's pools (default: the online CPUs)")->check(CLI::Range(0, 1024));
+	app.add_option("--actor-pools", o.actor_pools, "Asio's thread_pool(1)s the actors are spread over")->check(CLI::Range(1, 1024));
+	app.add_option("--actors", o.actors, "actors in the ring")->check(CLI::Range(2, 1000000));
+	app.add_option("--hops", o.hops, "hops in all")->check(CLI::Range(1L, 1000000000L));
+	app.add_option("--tokens", o.tokens, "tokens going round at once")->check(CLI::Range(1, 100000));
+	app.add_option("--clients", o.clients, "echo clients")->check(CLI::Range(1, 4096));
+	app.add_option("--round-trips", o.round_trips, "round trips per client")->check(CLI::Range(1, 100000000));
+	app.add_option("--repeat", o.repeat, "runs of each line (the best is printed)")->check(CLI::Range(1, 100));
+	CLI11_PARSE(app, argc, argv);
+	if (o.tokens > o.actors) {
+		std::fprintf(stderr, "wq_asio_bench: --tokens (%d) must not exceed --actors (%d)\n", o.tokens, o.actors);
+		return 2;
+	}
+	int n = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+	std::printf("# wq_asio_bench --protocol %s --threads %d --actor-pools %d --actors %d --hops %ld --tokens %d --clients %d "
+		    "--round-trips %d --repeat %d (best of %d; ratio to the first line of each protocol)\n",
+		    o.protocol.c_str(), n, o.actor_pools, o.actors, o.hops, o.tokens, o.clients, o.round_trips, o.repeat, o.repeat);
+	if (o.protocol == "actor" || o.protocol == "all")
+		run_actor(o, n);
+	if (o.protocol == "echo" || o.protocol == "all")
+		run_echo(o, n);
+	return 0;
+}
