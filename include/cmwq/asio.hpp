@@ -64,6 +64,7 @@
 #endif
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -71,6 +72,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 #include <cmwq/workqueue.hpp>
@@ -109,6 +111,7 @@ struct shared_state {
 	const char *name;
 	bool chain; // continuations may run in the item that deferred them (not ordered)
 	net::execution_context *ctx = &shared_context(); // what I/O objects on the executor use
+	std::atomic<long> refs{1}; // state_ptr copies: executors and handler items
 	std::atomic<long> pending{0};
 	std::atomic<long> tracked{0};
 	std::atomic<std::uint32_t> seq{0}; // bumped (and woken) when either count reaches 0
@@ -171,6 +174,45 @@ struct shared_state {
 	}
 };
 
+// A counted reference to a shared_state (executors copy it on every
+// require/prefer; a strand's hop makes several): one atomic add or
+// subtract, without shared_ptr's control block and weak count.
+class state_ptr {
+public:
+	state_ptr() noexcept = default;
+	static state_ptr make(workqueue_struct *wq, const char *name) { return state_ptr(new shared_state(wq, name)); }
+	state_ptr(const state_ptr &o) noexcept : p_(o.p_)
+	{
+		if (p_)
+			p_->refs.fetch_add(1, std::memory_order_relaxed);
+	}
+	state_ptr(state_ptr &&o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+	state_ptr &operator=(const state_ptr &o) noexcept
+	{
+		state_ptr(o).swap(*this);
+		return *this;
+	}
+	state_ptr &operator=(state_ptr &&o) noexcept
+	{
+		state_ptr(std::move(o)).swap(*this);
+		return *this;
+	}
+	~state_ptr()
+	{
+		if (p_ && p_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+			delete p_;
+	}
+	void swap(state_ptr &o) noexcept { std::swap(p_, o.p_); }
+	shared_state *operator->() const noexcept { return p_; }
+	shared_state &operator*() const noexcept { return *p_; }
+	shared_state *get() const noexcept { return p_; }
+	explicit operator bool() const noexcept { return p_ != nullptr; }
+
+private:
+	explicit state_ptr(shared_state *p) noexcept : p_(p) {}
+	shared_state *p_ = nullptr;
+};
+
 // A handler's work item: what cmwq queues, and the link of a chain.
 struct item_node {
 	work_struct ws;
@@ -226,25 +268,88 @@ inline void chain_run(chain &c) noexcept
 	}
 }
 
+// With the default allocator, handler items come from a small per-thread
+// cache of freed blocks, as Asio's thread_pool recycles its operations: a
+// hop frees one item and allocates the next on the same thread. One block
+// of each size class (64 to 512 bytes) per thread; larger ones, and any
+// other allocator, go to the allocator as they are.
+struct block_cache {
+	static constexpr std::size_t unit = 64, classes = 8;
+	void *slot[classes] = {};
+	~block_cache()
+	{
+		for (void *p : slot)
+			::operator delete(p);
+	}
+	static std::size_t size_class(std::size_t n) noexcept { return (n + unit - 1) / unit; }
+};
+inline thread_local block_cache tl_blocks;
+
+template <class T>
+struct recycling_allocator {
+	using value_type = T;
+	recycling_allocator() noexcept = default;
+	template <class U>
+	recycling_allocator(const recycling_allocator<U> &) noexcept
+	{
+	}
+	template <class U>
+	recycling_allocator(const std::allocator<U> &) noexcept
+	{
+	}
+	T *allocate(std::size_t n)
+	{
+		std::size_t c = block_cache::size_class(n * sizeof(T));
+		if (c == 0 || c > block_cache::classes)
+			return static_cast<T *>(::operator new(n * sizeof(T)));
+		if (void *p = std::exchange(tl_blocks.slot[c - 1], nullptr))
+			return static_cast<T *>(p);
+		return static_cast<T *>(::operator new(c * block_cache::unit));
+	}
+	void deallocate(T *p, std::size_t n) noexcept
+	{
+		std::size_t c = block_cache::size_class(n * sizeof(T));
+		if (c == 0 || c > block_cache::classes || tl_blocks.slot[c - 1]) {
+			::operator delete(p);
+			return;
+		}
+		tl_blocks.slot[c - 1] = p;
+	}
+	friend bool operator==(const recycling_allocator &, const recycling_allocator &) noexcept { return true; }
+	friend bool operator!=(const recycling_allocator &, const recycling_allocator &) noexcept { return false; }
+};
+
+// The allocator a handler item T (holding a function aligned to align) is
+// made with.
+template <class Alloc, class T, std::size_t align>
+struct item_allocator {
+	using type = typename std::allocator_traits<Alloc>::template rebind_alloc<T>;
+};
+template <class U, class T, std::size_t align>
+struct item_allocator<std::allocator<U>, T, align> {
+	using type = std::conditional_t<align <= __STDCPP_DEFAULT_NEW_ALIGNMENT__, recycling_allocator<T>,
+					std::allocator<T>>;
+};
+
 // One handler as one work item, allocated with the executor's allocator.
 template <class F, class Alloc>
 struct handler_item {
-	using item_alloc = typename std::allocator_traits<Alloc>::template rebind_alloc<handler_item>;
+	using item_alloc = typename item_allocator<Alloc, handler_item, alignof(F)>::type;
 	using node = item_node;
 	item_node n{};
 	F fn;
-	std::shared_ptr<shared_state> st;
+	state_ptr st;
 	item_alloc alloc;
 
 	template <class G>
-	handler_item(G &&g, std::shared_ptr<shared_state> s, const item_alloc &a)
+	handler_item(G &&g, state_ptr s, const item_alloc &a)
 		: fn(std::forward<G>(g)), st(std::move(s)), alloc(a)
 	{
 	}
 	static void destroy(handler_item *it) noexcept
 	{
 		item_alloc a(it->alloc);
-		std::shared_ptr<shared_state> s = std::move(it->st);
+		state_ptr s = std::move(it->st);
 		std::allocator_traits<item_alloc>::destroy(a, it);
 		std::allocator_traits<item_alloc>::deallocate(a, it, 1);
 		s->done_one();
@@ -284,7 +389,7 @@ class basic_executor {
 public:
 	// name: what the items show as (a string with static storage).
 	explicit basic_executor(workqueue_struct *wq, const char *name = "cmwq::asio")
-		: s_(std::make_shared<detail::shared_state>(wq, name)), alloc_()
+		: s_(detail::state_ptr::make(wq, name)), alloc_()
 	{
 	}
 	explicit basic_executor(cmwq::workqueue &wq, const char *name = "cmwq::asio")
@@ -490,7 +595,7 @@ private:
 	friend class basic_executor;
 	friend class reactor;
 
-	basic_executor(std::shared_ptr<detail::shared_state> s, const Allocator &a, unsigned bits) noexcept
+	basic_executor(detail::state_ptr s, const Allocator &a, unsigned bits) noexcept
 		: s_(std::move(s)), alloc_(a), bits_(bits)
 	{
 		track();
@@ -571,7 +676,7 @@ private:
 			std::rethrow_exception(w.error);
 	}
 
-	std::shared_ptr<detail::shared_state> s_;
+	detail::state_ptr s_;
 	Allocator alloc_;
 	unsigned bits_ = 0;
 };
@@ -603,7 +708,7 @@ class reactor : public net::execution_context {
 public:
 	// runners: items that run the reactor; 0: one per online CPU.
 	explicit reactor(workqueue_struct *wq, int runners = 0, const char *name = "cmwq::asio")
-		: st_(std::make_shared<detail::shared_state>(wq, name))
+		: st_(detail::state_ptr::make(wq, name))
 	{
 		unsigned flags = wq ? cmwq_workqueue_flags(wq) : 0;
 		if (!wq || !flags)
@@ -661,8 +766,9 @@ private:
 		reactor *owner;
 		int cpu;
 	};
-	static constexpr long wait_usec = 50000;
-	static constexpr int handlers_per_item = 64;
+	static constexpr long wait_usec = 50000; // the longest wait of one call
+	static constexpr long item_usec = 2000;  // an item's share, well under the hog threshold
+	static constexpr int handlers_per_item = 256;
 
 	void runner_done() noexcept
 	{
@@ -671,13 +777,16 @@ private:
 	}
 	static void run_items(work_struct *w) noexcept
 	{
+		using clock = std::chrono::steady_clock;
 		runner *r = cmwq_container_of(w, runner, ws);
 		reactor *self = r->owner;
 		detail::chain &c = detail::tl_chain;
+		const clock::time_point start = clock::now();
 		for (int ran = 0; ran < handlers_per_item;) {
 			if (self->stopping_.load(std::memory_order_acquire))
 				break;
 			std::size_t n = 0;
+			clock::time_point t0 = clock::now();
 			c.wq = self->st_->wq;
 			try {
 				error_code ec;
@@ -687,8 +796,12 @@ private:
 				n = 1;
 			}
 			detail::chain_run(c);
-			if (n == 0)
-				break; // waited in vain: give the worker back
+			clock::time_point t1 = clock::now();
+			// Idle for a whole wait, or busy for the item's share:
+			// give the worker back.
+			if ((n == 0 && t1 - t0 >= std::chrono::microseconds(wait_usec / 2)) ||
+			    t1 - start >= std::chrono::microseconds(item_usec))
+				break;
 			ran += static_cast<int>(n);
 		}
 		if (self->stopping_.load(std::memory_order_acquire) ||
@@ -696,7 +809,7 @@ private:
 			self->runner_done();
 	}
 
-	std::shared_ptr<detail::shared_state> st_;
+	detail::state_ptr st_;
 	net::detail::scheduler *sched_ = nullptr;
 	std::unique_ptr<runner[]> runners_;
 	std::atomic<std::uint32_t> live_{0};
