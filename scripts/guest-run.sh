@@ -1,8 +1,8 @@
 #!/bin/sh
 # The checks run inside the guest of scripts/guest.sh (busybox sh), from
 # /cmwq: the pods wq_dump reports for the guest's own sysfs against the
-# pods the sysfs files give directly, the topology, unbound, guarantees and
-# multinode test programs, a short wq_bench over every scope, and the 2023
+# pods the sysfs files give directly, the topology, unbound, guarantees,
+# multinode and stress test programs, a short wq_bench over every scope, and the 2023
 # regression's shape (max_active 8 fed from every CPU: never more than 8
 # active, workers bounded), and CPU hotplug under load. Exit status 0 when
 # every check passes.
@@ -57,7 +57,7 @@ for scope in cpu smt cache numa system; do
 done
 say "cache_shard pods: $(sed -n 's/^  "cache_shard": \[\(.*\)\],\{0,1\}$/\1/p' /tmp/dump.json)"
 
-for t in test_topology test_unbound_whitebox test_guarantees test_multinode; do
+for t in test_topology test_unbound_whitebox test_guarantees test_multinode test_stress; do
 	[ -x "$B/tests/$t" ] || { bad "$t not built"; continue; }
 	env=""
 	[ $t = test_multinode ] && env="CMWQ_SYSFS_ROOT=/cmwq/data/topologies/two-nodes-16/sys"
@@ -69,7 +69,7 @@ for t in test_topology test_unbound_whitebox test_guarantees test_multinode; do
 	fi
 done
 
-if "$B/bench/wq_bench" --quick --scopes all --timeout 600 >/tmp/bench.log 2>&1; then
+if "$B/bench/wq_bench" --quick --scopes all --timeout "${CMWQ_GUEST_BENCH_TIMEOUT:-600}" >/tmp/bench.log 2>&1; then
 	say "wq_bench --quick --scopes all: completed; workers per scope:"
 	awk '/items\/sec/ { for (i = 1; i <= NF; i++) if ($i ~ /^workers=/) print "guest-run:   " $1 " " $i }' /tmp/bench.log
 else

@@ -92,7 +92,13 @@ for ((n = 0; n < nodes; n++)); do
 	numa+=(-numa "node,nodeid=$n,cpus=$((n * per))-$((n * per + per - 1)),memdev=m$n"
 		-object "memory-backend-ram,id=m$n,size=$((mem / nodes))M")
 done
-accel=(-accel tcg,thread=multi -cpu max)
+# SMT siblings: on an AMD host TCG's "max" model is AMD's, whose threads
+# need topoext, which TCG does not emulate (qemu warns, the guest sees no
+# siblings); with Intel's vendor the guest reads threads and the LLC from
+# CPUID leaves 0xB and 4, which TCG does give.
+cpu=max
+((threads > 1)) && cpu=max,vendor=GenuineIntel
+accel=(-accel tcg,thread=multi -cpu "$cpu")
 if [[ ${CMWQ_GUEST_KVM:-0} == 1 && -w /dev/kvm ]]; then
 	accel=(-accel kvm -cpu host,-arch-capabilities)
 fi
