@@ -87,6 +87,19 @@ section "The C++ task round trip" \
 	"\`cmwq::task\` against the C API's queue-and-wait, alternated rounds." \
 	--cxx --repeat 5
 
+asio=$build/bench/wq_asio_bench
+if [[ -x $asio ]]; then
+	bin=$asio section "Asio's programs: the actor ring" \
+		"Asio's actor example's shape: 503 actors, each a strand, tokens hop from one to the next with \`defer\`; Asio's 16 x \`thread_pool(1)\` (actor i on pool i % 16, as the example does) and one \`thread_pool(N)\`, cmwq's executor over one workqueue of each kind. One token (every hop waits for the last), then 64." \
+		--protocol actor --tokens 1 --hops 500000 --repeat 3
+	bin=$asio section "Asio's programs: the actor ring, 64 tokens" \
+		"The same ring with 64 tokens going round at once." \
+		--protocol actor --tokens 64 --hops 2000000 --repeat 3
+	bin=$asio section "Asio's programs: TCP echo" \
+		"A TCP echo server on loopback (Asio's sockets, \`async_read_some\`/\`async_write\`), 8 blocking client threads x 20,000 round trips of 64 bytes; Asio's \`io_context\` run by N threads and \`thread_pool(N)\`, cmwq's executor (completions hop from Asio's reactor thread), then \`cmwq::asio::reactor\` (the reactor run by the workqueue's workers)." \
+		--protocol echo --repeat 3
+fi
+
 make_quota_group
 if [[ -n $quota_group ]]; then
 	wrap=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$quota_group")
