@@ -2,7 +2,8 @@
 # The checks run inside the guest of scripts/guest.sh (busybox sh), from
 # /cmwq: the pods wq_dump reports for the guest's own sysfs against the
 # pods the sysfs files give directly, the topology, unbound, guarantees,
-# multinode and stress test programs, a short wq_bench over every scope, and the 2023
+# multinode and stress test programs, cache_shard pods per shard size, a
+# short wq_bench over every scope, and the 2023
 # regression's shape (max_active 8 fed from every CPU: never more than 8
 # active, workers bounded), and CPU hotplug under load. Exit status 0 when
 # every check passes.
@@ -56,6 +57,44 @@ for scope in cpu smt cache numa system; do
 	fi
 done
 say "cache_shard pods: $(sed -n 's/^  "cache_shard": \[\(.*\)\],\{0,1\}$/\1/p' /tmp/dump.json)"
+
+# cache_shard over shard sizes, as the kernel splits each LLC
+# (precompute_cache_shard_ids): max(1, DIV_ROUND_CLOSEST(cores, size))
+# shards an LLC, each inside its LLC, their sizes a core apart at most,
+# every CPU in one shard.
+llc=$(sysfs_pods cache)
+tpc=$(expand "$(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list)" | awk -F, '{ print NF }')
+for size in 1 2 4 8; do
+	shards=$(CMWQ_PARAMS="workqueue.cache_shard_size=$size" "$B/tools/wq_dump" --json --topology-only |
+		sed -n 's/^  "cache_shard": \[\(.*\)\],\{0,1\}$/\1/p')
+	if r=$(echo "$llc|$shards|$size|$tpc" | awk -F'|' '
+		function groups(s, g,   n, i, parts) {
+			gsub(/^\[|\]$/, "", s); n = split(s, parts, /\],\[/)
+			for (i = 1; i <= n; i++) g[i] = parts[i]
+			return n
+		}
+		{
+			nl = groups($1, L); ns = groups($2, S); size = $3; tpc = $4
+			for (i = 1; i <= nl; i++) { m = split(L[i], c, ","); cpus[i] = m; for (j = 1; j <= m; j++) { llc_of[c[j]] = i; nc++ } }
+			for (i = 1; i <= ns; i++) {
+				m = split(S[i], c, ","); home = llc_of[c[1]]
+				for (j = 1; j <= m; j++) { if (llc_of[c[j]] != home) { print "shard [" S[i] "] spans two LLCs"; exit 1 }
+					if (seen[c[j]]++) { print "CPU " c[j] " in two shards"; exit 1 } }
+				per[home]++; total += m
+				if (!(home in lo) || m < lo[home]) lo[home] = m
+				if (!(home in hi) || m > hi[home]) hi[home] = m
+			}
+			for (i = 1; i <= nl; i++) { cores = cpus[i] / tpc; w = int((cores + int(size / 2)) / size); if (w < 1) w = 1
+				if (per[i] != w) { print "LLC " i " has " per[i] " shards, want " w; exit 1 }
+				if (hi[i] - lo[i] > tpc) { print "LLC " i " has shards of " lo[i] " and " hi[i] " CPUs"; exit 1 } }
+			if (total != nc) { print total " CPUs in shards of " nc; exit 1 }
+			print ns " pods"
+		}'); then
+		say "cache_shard size $size: $r, round(cores/size) per LLC, each inside its LLC, balanced"
+	else
+		bad "cache_shard size $size: $r ([$shards] over LLCs [$llc])"
+	fi
+done
 
 for t in test_topology test_unbound_whitebox test_guarantees test_multinode test_stress; do
 	[ -x "$B/tests/$t" ] || { bad "$t not built"; continue; }
