@@ -22,6 +22,8 @@ int main()
 	});
 	(void)wq.queue(tick, 10ms);
 	std::this_thread::sleep_for(100ms);
+	for (int i = 0; i < 500 && ticks.load() == 0; i++) // a loaded machine: up to 5 s for the first
+		std::this_thread::sleep_for(10ms);
 	tick.disable_sync();
 	int at_stop = ticks.load();
 	std::this_thread::sleep_for(50ms);
