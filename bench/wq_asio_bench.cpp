@@ -19,7 +19,7 @@
 //   wq_asio_bench [--protocol actor|echo|all] [--threads N] [--actor-pools P] [--actors A]
 //                 [--hops H] [--tokens K] [--clients C] [--round-trips R]
 //                 [--repeat N]
-#include <cmwq/asio.hpp>
+#include <cmwq/asio_reactor.hpp>
 #include <cmwq/workqueue.hpp>
 
 #include <boost/asio/defer.hpp>

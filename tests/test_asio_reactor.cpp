@@ -3,7 +3,7 @@
 // cmwq::asio::reactor (Asio's reactor run by the workqueue's workers: I/O
 // completions run where epoll saw them). Part of test_asio and
 // test_asio_standalone.
-#include <cmwq/asio.hpp>
+#include <cmwq/asio_reactor.hpp>
 #include <cmwq/stats.h>
 #include <cmwq/workqueue.hpp>
 #include <gtest/gtest.h>
