@@ -652,11 +652,20 @@ std::atomic<bool> burner_done{false};
 std::atomic<bool> small_ran_during_burn{false};
 void burner_fn(work_struct *)
 {
-	// Spins past the 10 ms hog threshold until the item behind it ran (it
-	// can only once the burner is reclassified), or 10 s: on a loaded
-	// machine 10 ms of CPU can take far longer than 10 ms of wall time.
+	// Spins until the item behind it ran (it can only once the burner is
+	// reclassified, or taken for blocked) and the burner has used 50 ms of
+	// CPU, five hog thresholds, so a worker first taken for blocked (under
+	// qemu-user a spinning thread can be seen sleeping on the emulator's
+	// locks) is still found to be a hog once seen running again. At most
+	// 10 s: on a loaded machine 50 ms of CPU can take far longer.
 	auto end = std::chrono::steady_clock::now() + 10s;
-	while (!small_ran_during_burn && std::chrono::steady_clock::now() < end) {
+	auto cpu_ns = [] {
+		timespec ts;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+		return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+	};
+	long long cpu0 = cpu_ns();
+	while ((!small_ran_during_burn || cpu_ns() - cpu0 < 50000000ll) && std::chrono::steady_clock::now() < end) {
 	}
 	burner_done = true;
 }
