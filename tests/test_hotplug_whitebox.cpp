@@ -103,7 +103,11 @@ void run_probe_on(workqueue_struct *wq, int cpu, probe &p)
 
 // Puts every usable CPU back online when a test ends, even a failing one.
 struct all_online {
-	~all_online() { cpus_online_changed(g().usable); }
+	~all_online()
+	{
+		hotplug_pin_hook = nullptr;
+		cpus_online_changed(g().usable);
+	}
 };
 
 } // namespace
@@ -327,6 +331,89 @@ TEST(hotplug, the_online_file_is_followed_when_its_text_changes)
 	}
 	EXPECT_EQ(hotplug_poll(true), -EINVAL);
 	EXPECT_NE(view(pool).flags & POOL_DISASSOCIATED, 0u);
+	hotplug_set_path("/sys/devices/system/cpu/online");
+	unlink(path);
+	destroy_workqueue(wq);
+}
+
+namespace {
+std::atomic<bool> refuse_pins{false};
+std::atomic<int> pins_refused{0};
+bool refusing_pin(pid_t tid, const std::vector<int> &cpus)
+{
+	if (refuse_pins.load()) {
+		pins_refused.fetch_add(1);
+		return false;
+	}
+	return pin_thread(tid, cpus);
+}
+} // namespace
+
+// The online file lists a returning CPU before the scheduler takes threads
+// there: until a worker can be pinned to it, the CPU stays offline to the
+// pools (disassociated, its items run on the unbound mask) and the monitor
+// tries again on its own, soon, without the file changing again.
+TEST(hotplug, a_returning_cpu_that_refuses_its_workers_stays_offline_until_it_takes_them)
+{
+	auto cpus = usable();
+	if (cpus.size() < 2)
+		GTEST_SKIP() << "needs two usable CPUs";
+	all_online restore;
+	int cpu = cpus.back();
+	char path[] = "/tmp/cmwq-online-XXXXXX";
+	int fd = mkstemp(path);
+	ASSERT_GE(fd, 0);
+	close(fd);
+	auto write_file = [&](const std::vector<int> &c) {
+		std::ofstream(path) << cmwq::format_cpulist(c) << "\n";
+	};
+	write_file(cpus);
+	hotplug_set_path(path);
+	auto *wq = alloc_workqueue("t_hp_refuse", WQ_PERCPU, 0);
+	ASSERT_TRUE(wq);
+	worker_pool *pool = g().cpu_pools[0][static_cast<size_t>(cpu)];
+	probe p;
+	run_probe_on(wq, cpu, p); // a worker exists, and the monitor runs
+	write_file(without(cpus, cpu));
+	EXPECT_EQ(hotplug_poll(true), 0);
+	ASSERT_NE(view(pool).flags & POOL_DISASSOCIATED, 0u);
+
+	pins_refused = 0;
+	refuse_pins = true;
+	hotplug_pin_hook = refusing_pin;
+	write_file(cpus);
+	EXPECT_EQ(hotplug_poll(true), 0);
+	EXPECT_GE(pins_refused.load(), 1);
+	auto v = view(pool);
+	EXPECT_NE(v.flags & POOL_DISASSOCIATED, 0u) << "bound again although no worker could be pinned";
+	EXPECT_TRUE(v.all_unbound);
+	for (auto &a : v.affinity)
+		EXPECT_EQ(a, without(cpus, cpu));
+	run_probe_on(wq, cpu, p);
+	EXPECT_EQ(p.pool, pool);
+	EXPECT_EQ(p.affinity, without(cpus, cpu));
+	EXPECT_TRUE(hotplug_retry_pending());
+	{
+		lock_guard gk(g().pool_mutex);
+		EXPECT_EQ(g().online, without(cpus, cpu));
+	}
+	// The monitor keeps trying, with the file unchanged.
+	int seen = pins_refused.load();
+	EXPECT_TRUE(wait_until([&] { return pins_refused.load() > seen + 1; }, std::chrono::seconds(20)))
+		<< "no retry while the CPU refused its workers";
+
+	refuse_pins = false;
+	EXPECT_TRUE(wait_until([&] { return (view(pool).flags & POOL_DISASSOCIATED) == 0; }, std::chrono::seconds(20)))
+		<< "not bound again once the CPU took its workers";
+	hotplug_pin_hook = nullptr;
+	v = view(pool);
+	EXPECT_TRUE(v.none_unbound);
+	for (auto &a : v.affinity)
+		EXPECT_EQ(a, std::vector<int>{cpu});
+	run_probe_on(wq, cpu, p);
+	EXPECT_EQ(p.affinity, std::vector<int>{cpu});
+	EXPECT_EQ(p.ran_on, cpu);
+	EXPECT_FALSE(hotplug_retry_pending());
 	hotplug_set_path("/sys/devices/system/cpu/online");
 	unlink(path);
 	destroy_workqueue(wq);

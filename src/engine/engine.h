@@ -380,6 +380,8 @@ void mayday_arm(worker_pool *pool) REQUIRES(pool->lock);
 // Context: any (usually L). A per-CPU pool holds items back behind running
 // workers: wake the monitor to sample it.
 void monitor_watch(worker_pool *pool);
+// Context: no lock but H. Wakes the monitor for one pass (it is not armed).
+void monitor_poke();
 // Context: start-up, G held.
 void init_percpu_pools(globals &gl) REQUIRES(gl.pool_mutex);
 // Context: G held. The pool for these attributes (refcnt + 1), NULL if out of ids.
@@ -551,6 +553,12 @@ int hotplug_poll(bool force);
 void hotplug_set_path(const std::string &path);
 // Context: any. How many changes of the online CPUs were acted on.
 uint64_t hotplug_changes();
+// Context: no lock. Whether a CPU listed online could not take its workers
+// yet (pinning failed): the monitor then passes every HOTPLUG_RETRY_NS.
+bool hotplug_retry_pending();
+constexpr uint64_t HOTPLUG_RETRY_NS = 50000000ull;
+// Tests: replaces pinning a worker to its returning CPU (false: refused).
+extern std::atomic<bool (*)(pid_t, const std::vector<int> &)> hotplug_pin_hook;
 
 // ---- introspect.cpp ---------------------------------------------------------
 

@@ -7,7 +7,11 @@
 // the workers are moved onto the unbound cpumask, and the pool is kicked so
 // that what waits starts. Items queued to that CPU afterwards still run
 // there. When the CPU returns, the flag and WORKER_UNBOUND are cleared and
-// the workers are pinned to the CPU again. Unbound workqueues get new pods
+// the workers are pinned to the CPU again, but only once one of them can
+// be: the online file lists a CPU before the scheduler takes threads there
+// (a loaded machine showed the gap), so until a pin succeeds the CPU stays
+// offline to the pools and is tried again every HOTPLUG_RETRY_NS. Unbound
+// workqueues get new pods
 // on both changes: the effective unbound cpumask leaves out offline CPUs
 // (the kernel's wq_update_pod), so their pods and per-node max_active
 // shares follow the online CPUs.
@@ -40,6 +44,9 @@ struct hotplug_state {
 	std::string last_text GUARDED_BY(lock); // its text as last acted on
 	uint64_t next_read_ns GUARDED_BY(lock) = 0;
 	uint64_t changes GUARDED_BY(lock) = 0;
+	// CPUs online in the file whose workers could not be pinned to them
+	// yet: read again on the next pass, not a second later.
+	std::vector<int> not_ready GUARDED_BY(lock);
 };
 
 hotplug_state &hs()
@@ -90,21 +97,49 @@ void pool_unbind(worker_pool *pool, const std::vector<int> &run)
 	d.run();
 }
 
-// Context: no lock. The kernel's rebind_workers.
-void pool_rebind(worker_pool *pool)
+bool pin_or_hook(pid_t tid, const std::vector<int> &cpus)
 {
+	if (auto hook = hotplug_pin_hook.load())
+		return hook(tid, cpus);
+	return pin_thread(tid, cpus);
+}
+
+// Context: no lock. The kernel's rebind_workers. False, with nothing
+// changed, when the CPU is ours but a worker cannot be pinned to it yet:
+// the online file lists a CPU before the scheduler takes threads there
+// (cpu_online_mask is set before cpu_active_mask), and a CPU can also be
+// taken out of the process's cpuset.
+bool pool_rebind(worker_pool *pool)
+{
+	auto &gl = g();
 	lock_guard lk(pool->lock);
+	bool ours = std::any_of(pool->cpus.begin(), pool->cpus.end(), [&](int c) {
+		return std::binary_search(gl.real_cpus.begin(), gl.real_cpus.end(), c);
+	});
+	if (ours) {
+		for (worker *w : pool->workers) {
+			pid_t tid = __atomic_load_n(&w->tid, __ATOMIC_ACQUIRE);
+			if (tid <= 0)
+				continue;
+			if (!pin_or_hook(tid, pool->cpus))
+				return false; // this one stays on the unbound mask, as all do
+			break; // pinned: the CPU takes threads, the rest follow below
+		}
+	}
 	pool->flags &= ~POOL_DISASSOCIATED;
 	pool->run_cpus = pool->cpus;
 	for (worker *w : pool->workers) {
 		if (pool->managed)
 			worker_clr_flags(w, WORKER_UNBOUND); // BH pools keep it: never managed
 		if (pid_t tid = __atomic_load_n(&w->tid, __ATOMIC_ACQUIRE); tid > 0)
-			pin_thread(tid, pool->cpus);
+			pin_or_hook(tid, pool->cpus);
 	}
+	return true;
 }
 
 } // namespace
+
+std::atomic<bool (*)(pid_t, const std::vector<int> &)> hotplug_pin_hook{nullptr};
 
 void hotplug_init()
 {
@@ -134,9 +169,37 @@ int cpus_online_changed(const std::vector<int> &reported)
 	if (kept.empty())
 		return -EINVAL; // no CPU of ours online: nothing could run, keep what is
 	lock_guard hk(h.lock);
+	std::vector<int> returning;
+	{
+		lock_guard gk(gl.pool_mutex);
+		returning = minus(kept, gl.online);
+	}
+	// CPUs back first are bound again (the kernel rebinds a CPU's workers
+	// before it updates the pods). One whose workers cannot be pinned to
+	// it yet stays offline to us and is tried again on the next pass.
+	std::vector<int> not_ready;
+	for (int cpu : returning) {
+		bool ready = true;
+		for (auto *p : cpu_pools_of(cpu))
+			ready = pool_rebind(p) && ready;
+		if (!ready)
+			not_ready.push_back(cpu);
+	}
+	if (!not_ready.empty() && not_ready != h.not_ready)
+		log_printf(LOG_INFO, "cmwq: CPUs %s are online but take no threads yet; tried again shortly\n",
+			   format_cpulist(not_ready).c_str());
+	bool poke = !not_ready.empty() && h.not_ready.empty();
+	h.not_ready = not_ready;
+	if (!not_ready.empty())
+		h.next_read_ns = std::min(h.next_read_ns, now_ns() + HOTPLUG_RETRY_NS);
+	if (poke)
+		monitor_poke(); // it may sleep a watchdog period: retries come sooner
+	kept = minus(kept, not_ready);
 	std::vector<int> down, up, run;
 	{
 		lock_guard gk(gl.pool_mutex);
+		if (kept.empty())
+			kept = gl.online; // only CPUs not ready yet: keep what is
 		down = minus(gl.online, kept);
 		up = minus(kept, gl.online);
 		if (down.empty() && up.empty())
@@ -146,14 +209,11 @@ int cpus_online_changed(const std::vector<int> &reported)
 		run = gl.unbound_cpus;
 	}
 	h.changes++;
-	// Offline first, as the kernel's hotplug callbacks: the pools of every
-	// CPU still offline move to the new unbound mask (it may have grown).
+	// The pools of every CPU still offline (or not ready) move to the new
+	// unbound mask: it may have grown or shrunk.
 	for (int cpu : minus(gl.usable, kept))
 		for (auto *p : cpu_pools_of(cpu))
 			pool_unbind(p, run);
-	for (int cpu : up)
-		for (auto *p : cpu_pools_of(cpu))
-			pool_rebind(p);
 	repod_unbound();
 	if (!down.empty())
 		log_printf(LOG_INFO, "cmwq: CPUs %s went offline: their per-CPU pools run on CPUs %s until they return\n",
@@ -162,6 +222,12 @@ int cpus_online_changed(const std::vector<int> &reported)
 		log_printf(LOG_INFO, "cmwq: CPUs %s came back online: their workers are bound to them again\n",
 			   format_cpulist(up).c_str());
 	return 0;
+}
+
+bool hotplug_retry_pending()
+{
+	lock_guard hk(hs().lock);
+	return !hs().not_ready.empty();
 }
 
 int hotplug_poll(bool force)
@@ -173,7 +239,7 @@ int hotplug_poll(bool force)
 		uint64_t now = now_ns();
 		if (!force && now < h.next_read_ns)
 			return 0;
-		h.next_read_ns = now + 1000000000ull;
+		h.next_read_ns = now + (h.not_ready.empty() ? 1000000000ull : HOTPLUG_RETRY_NS);
 		path = h.path;
 	}
 	if (path.empty())
@@ -183,7 +249,7 @@ int hotplug_poll(bool force)
 		return 0; // unreadable (or no descriptor to spare): next time
 	{
 		lock_guard hk(h.lock);
-		if (text == h.last_text)
+		if (text == h.last_text && h.not_ready.empty())
 			return 0;
 		h.last_text = text;
 	}

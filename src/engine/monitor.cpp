@@ -439,6 +439,8 @@ void *monitor_thread(void *)
 		uint64_t until_watchdog = 0;
 		if (uint64_t now = now_ns(); next_watchdog > now)
 			until_watchdog = next_watchdog - now;
+		if (hotplug_retry_pending())
+			until_watchdog = std::min(until_watchdog, HOTPLUG_RETRY_NS);
 		if (efd >= 0) {
 			uint64_t timeout = until_watchdog;
 			{

@@ -308,6 +308,18 @@ void monitor_watch(worker_pool *pool)
 	}
 }
 
+void monitor_poke()
+{
+	auto &m = g().monitor;
+	lock_guard lk(m.lock);
+	if (m.efd >= 0) {
+		uint64_t one = 1;
+		(void)!write(m.efd, &one, sizeof(one));
+	} else {
+		m.cv.notify_one();
+	}
+}
+
 static worker_pool *new_pool()
 {
 	auto &gl = g();

@@ -227,7 +227,8 @@ int main()
 		auto aff = worker_affinities(cpu);
 		CHECK(!aff.empty(), "CPU %d back: no worker of its pool found", cpu);
 		for (auto &a : aff)
-			CHECK(a == std::vector<int>{cpu}, "CPU %d back: a worker is not bound to it again", cpu);
+			CHECK(a == std::vector<int>{cpu}, "CPU %d back: a worker is not bound to it again (it may run on %s)",
+			      cpu, cmwq::format_cpulist(a).c_str());
 		cycles++;
 	}
 	for (auto &t : producers)
