@@ -16,6 +16,7 @@
 #include <new>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <thread>
 
@@ -174,9 +175,13 @@ static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES
 
 	w->current_work = work;
 	w->current_func = work->func;
-	if (work->name) [[unlikely]]
-		snprintf(w->current_name, sizeof(w->current_name), "%s", work->name);
-	else
+	if (work->name) [[unlikely]] {
+		// Under L for every named item (an Asio executor names each
+		// handler): a bounded copy, not snprintf's formatting.
+		size_t n = strnlen(work->name, sizeof(w->current_name) - 1);
+		memcpy(w->current_name, work->name, n);
+		w->current_name[n] = '\0';
+	} else
 		w->current_name[0] = '\0';
 	w->desc[0] = '\0';
 	w->current_pwq = pwq;
