@@ -114,6 +114,37 @@ TEST(asio_continuation, continuations_past_the_items_share_are_queued_and_each_r
 		EXPECT_EQ(runs[i].load(), 1) << "continuation " << i;
 }
 
+// The links of a chain of the item's own executor are covered by its count
+// until they ran; those of another executor over the same workqueue count
+// in that executor's: each join() waits for its own, past the item's share.
+TEST(asio_continuation, each_executor_joins_its_own_continuations)
+{
+	cmwq::workqueue wq("asio_cont_two", WQ_UNBOUND);
+	cmwq::asio::executor a(wq), b(wq);
+	std::vector<std::atomic<int>> runs_a(150), runs_b(150);
+	std::promise<void> deferred;
+	net::post(a, [&] {
+		for (size_t i = 0; i < runs_a.size(); i++) {
+			net::defer(a, [&, i] {
+				std::this_thread::sleep_for(std::chrono::microseconds(100));
+				runs_a[i]++;
+			});
+			net::defer(b, [&, i] {
+				std::this_thread::sleep_for(std::chrono::microseconds(100));
+				runs_b[i]++;
+			});
+		}
+		deferred.set_value(); // the links run after this handler returns
+	});
+	deferred.get_future().wait();
+	b.join();
+	for (size_t i = 0; i < runs_b.size(); i++)
+		ASSERT_EQ(runs_b[i].load(), 1) << "b's continuation " << i << " when b.join() returned";
+	a.join();
+	for (size_t i = 0; i < runs_a.size(); i++)
+		ASSERT_EQ(runs_a[i].load(), 1) << "a's continuation " << i << " when a.join() returned";
+}
+
 // On an ordered workqueue a defer is queued behind what was queued before
 // it: items run in queue order, continuations too.
 TEST(asio_continuation, an_ordered_workqueue_runs_a_continuation_in_queue_order)

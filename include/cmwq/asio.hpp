@@ -52,10 +52,14 @@
 #pragma once
 
 #ifdef CMWQ_ASIO_STANDALONE
+#include <asio/detail/thread_context.hpp>
+#include <asio/detail/thread_info_base.hpp>
 #include <asio/execution.hpp>
 #include <asio/execution_context.hpp>
 #include <asio/is_executor.hpp>
 #else
+#include <boost/asio/detail/thread_context.hpp>
+#include <boost/asio/detail/thread_info_base.hpp>
 #include <boost/asio/execution.hpp>
 #include <boost/asio/execution_context.hpp>
 #include <boost/asio/is_executor.hpp>
@@ -108,8 +112,8 @@ struct shared_state {
 	const char *name;
 	bool chain; // continuations may run in the item that deferred them (not ordered)
 	net::execution_context *ctx = &shared_context(); // what I/O objects on the executor use
-	std::atomic<long> refs{1}; // state_ptr copies: executors and handler items
-	std::atomic<long> pending{0};
+	std::atomic<long> refs{1}; // state_ptr copies (executors), plus one while pending > 0
+	std::atomic<long> pending{0}; // handlers queued or kept, not yet done
 	std::atomic<long> tracked{0};
 	std::atomic<std::uint32_t> seq{0}; // bumped (and woken) when either count reaches 0
 	std::mutex lock;
@@ -125,10 +129,25 @@ struct shared_state {
 		seq.fetch_add(1, std::memory_order_release);
 		cmwq_futex_wake(word());
 	}
+	// Handler items hold no reference of their own: the first pending one
+	// takes one for all, the last one done drops it (two atomic operations
+	// an item fewer on a strand's hop). The caller holds a reference.
+	void pending_add() noexcept
+	{
+		if (pending.fetch_add(1, std::memory_order_relaxed) == 0)
+			refs.fetch_add(1, std::memory_order_relaxed);
+	}
 	void done_one() noexcept
 	{
-		if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1)
+		if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
 			bump();
+			unref();
+		}
+	}
+	void unref() noexcept
+	{
+		if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+			delete this;
 	}
 	void untrack() noexcept
 	{
@@ -196,8 +215,8 @@ public:
 	}
 	~state_ptr()
 	{
-		if (p_ && p_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
-			delete p_;
+		if (p_)
+			p_->unref();
 	}
 	void swap(state_ptr &o) noexcept { std::swap(p_, o.p_); }
 	shared_state *operator->() const noexcept { return p_; }
@@ -216,24 +235,48 @@ struct item_node {
 	void *owner;                     // the handler_item
 	item_node *next;                 // the next link of a chain
 	void (*discard)(item_node *);    // destroys the handler without running it
+	bool counted;                    // in its state's pending (else covered by the chain's root)
 };
 
 // The continuations of the item this thread runs (see the top of the
 // file): wq is the workqueue of an executor's item running here, else null.
+// st: the state of the item that runs the chain (null in a reactor's
+// runner); its pending count, held until the chain ends, covers the links
+// of the same state, which then cost no atomic operation of their own.
 struct chain {
 	workqueue_struct *wq = nullptr;
+	shared_state *st = nullptr;
 	item_node *head = nullptr;
 	item_node *tail = nullptr;
 };
 inline thread_local chain tl_chain;
 constexpr int max_chain = 64;
 
-// true: n was kept to run after the current handler (a continuation).
-inline bool chain_push(const shared_state &st, item_node *n) noexcept
+// Asio recycles the memory of its operations (a strand's invoker, a
+// composed operation's state) through the thread_info of the thread that
+// runs them, which only its own pools' threads have: elsewhere each one is
+// a malloc and a free. An item of the executor runs with one of its own,
+// per thread, under a key no Asio scheduler uses (so none takes this
+// thread for one of its own).
+struct asio_thread_key : net::detail::thread_context {
+	using stack = thread_call_stack; // protected in newer Asio
+};
+struct asio_thread {
+	asio_thread_key key;
+	net::detail::thread_info_base info;
+};
+inline thread_local asio_thread tl_asio;
+
+// true: n was kept to run after the current handler (a continuation),
+// counted in st's pending unless the chain's root covers it.
+inline bool chain_push(shared_state &st, item_node *n) noexcept
 {
 	chain &c = tl_chain;
 	if (!st.chain || c.wq != st.wq)
 		return false;
+	n->counted = c.st != &st;
+	if (n->counted)
+		st.pending_add();
 	n->next = nullptr;
 	if (c.tail)
 		c.tail->next = n;
@@ -255,11 +298,16 @@ inline void chain_run(chain &c) noexcept
 		n->ws.func(&n->ws); // with c.wq set: runs the handler alone
 	}
 	workqueue_struct *wq = c.wq;
+	shared_state *st = c.st;
 	item_node *rest = c.head;
 	c = chain{};
 	while (rest) {
 		item_node *n = rest;
 		rest = n->next;
+		if (!n->counted) {
+			n->counted = true; // on its own now: counted before the root is done
+			st->pending_add();
+		}
 		if (!cmwq_try_queue_work(wq, &n->ws))
 			n->discard(n);
 	}
@@ -334,45 +382,56 @@ struct handler_item {
 	using item_alloc = typename item_allocator<Alloc, handler_item, alignof(F)>::type;
 	item_node n{};
 	F fn;
-	state_ptr st;
+	shared_state *st; // kept alive by pending (shared_state::pending_add)
 	item_alloc alloc;
 
 	template <class G>
-	handler_item(G &&g, state_ptr s, const item_alloc &a)
-		: fn(std::forward<G>(g)), st(std::move(s)), alloc(a)
+	handler_item(G &&g, shared_state *s, const item_alloc &a) : fn(std::forward<G>(g)), st(s), alloc(a)
 	{
+	}
+	// Destroys the item; returns its state when it was counted in pending.
+	static shared_state *release(handler_item *it) noexcept
+	{
+		item_alloc a(it->alloc);
+		shared_state *s = it->n.counted ? it->st : nullptr;
+		std::allocator_traits<item_alloc>::destroy(a, it);
+		std::allocator_traits<item_alloc>::deallocate(a, it, 1);
+		return s;
 	}
 	static void destroy(handler_item *it) noexcept
 	{
-		item_alloc a(it->alloc);
-		state_ptr s = std::move(it->st);
-		std::allocator_traits<item_alloc>::destroy(a, it);
-		std::allocator_traits<item_alloc>::deallocate(a, it, 1);
-		s->done_one();
+		if (shared_state *s = release(it))
+			s->done_one();
 	}
 	static void discard(item_node *n) noexcept { destroy(static_cast<handler_item *>(n->owner)); }
-	static void run(handler_item *it) noexcept
+	static void call(handler_item *it) noexcept
 	{
 		try {
 			it->fn();
 		} catch (...) {
 			it->st->keep(std::current_exception());
 		}
-		destroy(it);
 	}
-	// As a work item: the handler, then the continuations it deferred. As
-	// a link of a chain (another handler's item runs it): the handler.
+	// As a work item: the handler, then the continuations it deferred (its
+	// count held until they ran). As a link of a chain (another handler's
+	// item runs it): the handler.
 	static void invoke(work_struct *w) noexcept
 	{
 		handler_item *it = static_cast<handler_item *>(cmwq_container_of(w, item_node, ws)->owner);
 		chain &c = tl_chain;
 		if (c.wq) {
-			run(it);
+			call(it);
+			destroy(it);
 			return;
 		}
 		c.wq = it->st->wq;
-		run(it);
+		c.st = it->st;
+		asio_thread_key::stack::context ctx(&tl_asio.key, tl_asio.info);
+		call(it);
+		shared_state *root = release(it); // queued as an item: counted
 		chain_run(c);
+		if (root)
+			root->done_one();
 	}
 };
 
@@ -620,7 +679,7 @@ private:
 		typename item::item_alloc a(alloc_);
 		item *it = std::allocator_traits<typename item::item_alloc>::allocate(a, 1);
 		try {
-			std::allocator_traits<typename item::item_alloc>::construct(a, it, std::forward<F>(f), s_, a);
+			std::allocator_traits<typename item::item_alloc>::construct(a, it, std::forward<F>(f), s_.get(), a);
 		} catch (...) {
 			std::allocator_traits<typename item::item_alloc>::deallocate(a, it, 1);
 			throw;
@@ -629,9 +688,10 @@ private:
 		it->n.discard = &item::discard;
 		INIT_WORK(&it->n.ws, &item::invoke);
 		cmwq_set_work_name(&it->n.ws, s_->name);
-		s_->pending.fetch_add(1, std::memory_order_relaxed);
 		if (continuation && detail::chain_push(*s_, &it->n))
 			return true;
+		it->n.counted = true;
+		s_->pending_add();
 		if (!cmwq_try_queue_work(s_->wq, &it->n.ws)) {
 			item::destroy(it);
 			return false;
