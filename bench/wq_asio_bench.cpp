@@ -1,9 +1,11 @@
 // wq_asio_bench - Asio's kind of programs on cmwq's Asio executor
 // (<cmwq/asio.hpp>) against Asio's own pools, in the same run:
 //
-//   actor: a ring of actors, each a strand; tokens hop from one actor to the
-//          next with defer (Asio's actor example's shape). Asio: N x
-//          thread_pool(1), actor i on pool i % N (as that example does), and
+//   actor: a ring of actors, each a strand over an any_io_executor; tokens
+//          hop from one actor to the next with defer (Asio's actor example,
+//          examples/cpp11/executors/actor.cpp: 503 actors, one token each
+//          by default). Asio: P x thread_pool(1), consecutive blocks of
+//          actors/P actors on one pool (as that example places them), and
 //          one thread_pool(N); cmwq: strands over one workqueue (unbound,
 //          per-CPU, ordered).
 //   echo:  a TCP echo server on loopback whose sockets use the executor
@@ -22,6 +24,7 @@
 #include <cmwq/asio_reactor.hpp>
 #include <cmwq/workqueue.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/defer.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -58,7 +61,7 @@ struct options {
 	int actor_pools = 16; // Asio's actor example: 16 x thread_pool(1)
 	int actors = 503;
 	long hops = 2000000;
-	int tokens = 1;
+	int tokens = 0; // 0: one per actor, as Asio's example
 	int clients = 8;
 	int round_trips = 20000;
 	int repeat = 3;
@@ -71,16 +74,16 @@ double seconds_since(std::chrono::steady_clock::time_point t0)
 
 // ---- actor ------------------------------------------------------------------
 
-template <class Ex>
+// As the example: each actor's messages run on a strand over a
+// type-erased executor.
 struct actor {
-	net::strand<Ex> strand;
+	net::strand<net::any_io_executor> strand;
 	actor *next = nullptr;
-	explicit actor(const Ex &ex) : strand(ex) {}
+	explicit actor(const net::any_io_executor &ex) : strand(ex) {}
 };
 
-template <class Ex>
 struct hop {
-	actor<Ex> *at;
+	actor *at;
 	long left;
 	std::atomic<int> *running;
 	std::promise<void> *done;
@@ -91,33 +94,36 @@ struct hop {
 				done->set_value();
 			return;
 		}
-		actor<Ex> *n = at->next;
+		actor *n = at->next;
 		net::defer(n->strand, hop{n, left - 1, running, done});
 	}
 };
 
-// Hops per second over a ring of actors on the executors given (actor i on
-// exs[i % size]).
+// Hops per second over a ring of actors on the executors given: blocks of
+// actors/size consecutive actors on one executor, as the example places
+// them on its pools.
 template <class Ex>
 double actor_rate(const std::vector<Ex> &exs, const options &o)
 {
-	std::vector<std::unique_ptr<actor<Ex>>> ring;
+	std::vector<std::unique_ptr<actor>> ring;
+	size_t per = std::max<size_t>(1, static_cast<size_t>(o.actors) / exs.size());
 	for (int i = 0; i < o.actors; i++)
-		ring.push_back(std::make_unique<actor<Ex>>(exs[static_cast<size_t>(i) % exs.size()]));
+		ring.push_back(std::make_unique<actor>(net::any_io_executor(exs[(static_cast<size_t>(i) / per) % exs.size()])));
 	for (int i = 0; i < o.actors; i++)
 		ring[static_cast<size_t>(i)]->next = ring[static_cast<size_t>((i + 1) % o.actors)].get();
-	std::atomic<int> running{o.tokens};
+	int tokens = o.tokens ? o.tokens : o.actors;
+	std::atomic<int> running{tokens};
 	std::promise<void> done;
 	auto f = done.get_future();
-	long per_token = o.hops / o.tokens;
+	long per_token = o.hops / tokens;
 	auto t0 = std::chrono::steady_clock::now();
-	for (int k = 0; k < o.tokens; k++) {
-		actor<Ex> *a = ring[static_cast<size_t>(k * o.actors / o.tokens)].get();
-		net::post(a->strand, hop<Ex>{a, per_token, &running, &done});
+	for (int k = 0; k < tokens; k++) {
+		actor *a = ring[static_cast<size_t>(k * o.actors / tokens)].get();
+		net::post(a->strand, hop{a, per_token, &running, &done});
 	}
 	f.wait();
 	double s = seconds_since(t0);
-	return static_cast<double>(per_token * o.tokens) / s;
+	return static_cast<double>(per_token * tokens) / s;
 }
 
 // ---- echo -------------------------------------------------------------------
@@ -266,15 +272,24 @@ void run_actor(const options &o, int threads)
 		return r;
 	});
 	line("actor", "asio::thread_pool(" + std::to_string(threads) + ")", one, base, "hops/s");
+	// cmwq: one executor over the workqueue, then P executors over it in
+	// the example's place of its P pools (each executor has counters of
+	// its own, as each of Asio's pools has).
 	for (auto &k : kinds) {
-		double r = best_of(o.repeat, [&] {
-			cmwq::workqueue wq("bench_actor", k.flags, k.max_active);
-			cmwq::asio::executor ex(wq);
-			double v = actor_rate(std::vector<cmwq::asio::executor>{ex}, o);
-			ex.join();
-			return v;
-		});
-		line("actor", k.name, r, base, "hops/s");
+		for (int execs : {1, n}) {
+			double r = best_of(o.repeat, [&] {
+				cmwq::workqueue wq("bench_actor", k.flags, k.max_active);
+				std::vector<cmwq::asio::executor> exs;
+				for (int i = 0; i < execs; i++)
+					exs.emplace_back(wq);
+				double v = actor_rate(exs, o);
+				for (auto &ex : exs)
+					ex.join();
+				return v;
+			});
+			line("actor", std::string(k.name) + (execs == 1 ? "" : ", " + std::to_string(execs) + " executors"), r,
+			     base, "hops/s");
+		}
 	}
 }
 
@@ -342,7 +357,7 @@ int main(int argc, char **argv)
 	app.add_option("--actor-pools", o.actor_pools, "Asio's thread_pool(1)s the actors are spread over")->check(CLI::Range(1, 1024));
 	app.add_option("--actors", o.actors, "actors in the ring")->check(CLI::Range(2, 1000000));
 	app.add_option("--hops", o.hops, "hops in all")->check(CLI::Range(1L, 1000000000L));
-	app.add_option("--tokens", o.tokens, "tokens going round at once")->check(CLI::Range(1, 100000));
+	app.add_option("--tokens", o.tokens, "tokens going round at once (default: one per actor)")->check(CLI::Range(0, 100000));
 	app.add_option("--clients", o.clients, "echo clients")->check(CLI::Range(1, 4096));
 	app.add_option("--round-trips", o.round_trips, "round trips per client")->check(CLI::Range(1, 100000000));
 	app.add_option("--repeat", o.repeat, "runs of each line (the best is printed)")->check(CLI::Range(1, 100));
