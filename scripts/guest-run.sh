@@ -128,8 +128,11 @@ fi
 # CPU hotplug under load: three CPUs offline and back while items flow to
 # every CPU (tests/targets/hotplug_target.cpp): nothing lost or doubled,
 # the offline CPU's items still run, its workers bound to it again after.
+# A returning CPU the scheduler did not take threads on yet is tried again
+# (src/engine/hotplug.cpp); how often that happened is printed.
 if out=$(CMWQ_HOTPLUG_REAL=1 "$B/tests/hotplug_target" 2>&1); then
 	echo "$out" | grep -a '^hotplug_target' | sed 's/^/guest-run: /'
+	echo "guest-run: hotplug: $(echo "$out" | grep -ac 'take no threads yet') returns waited for the CPU to take threads"
 else
 	echo "$out" | tail -30
 	bad "CPU hotplug under load"
