@@ -28,6 +28,7 @@
 //   up: worker.cpp -> monitor_start         the monitor starts with the first worker
 //   up: timer.cpp -> monitor_start          a timer thread that cannot start is retried by the monitor
 //   up: monitor.cpp -> hotplug_poll         the monitor's passes follow the online CPUs
+//   up: monitor.cpp -> hotplug_retry_pending  and come sooner while a returning CPU is not ready
 //   up: params.cpp -> cmwq_control_start    the cmwq.control parameter starts and stops the
 //   up: params.cpp -> cmwq_control_stop     control endpoint (through its public calls)
 // end of floors.
