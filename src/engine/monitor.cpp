@@ -85,7 +85,7 @@ struct candidate {
 	bool check_restore; // detected earlier: running again?
 	uint64_t token = 0; // enable the worker's event, then check it once
 	bool recheck = false; // counted running again during this item (recheck_prog)
-	bool open = false;  // open its event first (w is pinned: pins was raised under L)
+	bool open = false;  // open its event first (w is pinned, as every candidate: pins raised under L)
 };
 
 // Context: L. The worker is blocked: count it out and wake or create
@@ -260,6 +260,12 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 			// runs under L) arms the monitor again.
 			pool->watch.store(false);
 		}
+		// Every candidate is looked at after L is dropped, and its
+		// worker may exit meanwhile: pinned here (the open ones already
+		// are), an exiting worker waits for its pins before it is freed.
+		for (auto &c : cands)
+			if (!c.open)
+				c.w->pins.fetch_add(1, std::memory_order_relaxed);
 	}
 	for (auto &d : wakes)
 		d.run();
@@ -268,12 +274,8 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 		// Dropped when this candidate is done: the worker may then exit.
 		struct unpin {
 			worker *w;
-			~unpin()
-			{
-				if (w)
-					w->pins.fetch_sub(1, std::memory_order_release);
-			}
-		} pin{c.open ? c.w : nullptr};
+			~unpin() { w->pins.fetch_sub(1, std::memory_order_release); }
+		} pin{c.w};
 		if (c.open) {
 			c.token = detect_open_for(c.w, c.tid);
 			// No event after all: the sampling below and on later
