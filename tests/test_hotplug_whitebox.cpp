@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -100,6 +101,38 @@ void run_probe_on(workqueue_struct *wq, int cpu, probe &p)
 	flush_work(&p.work);
 	ASSERT_EQ(p.runs.load(), 1);
 }
+
+// A temporary online file the engine follows instead of the real one, with
+// the given CPUs in it; the real one is followed again when it goes.
+class online_file {
+public:
+	explicit online_file(const std::vector<int> &cpus)
+	{
+		int fd = mkstemp(path_);
+		if (fd < 0)
+			return;
+		close(fd);
+		write(cpus);
+		hotplug_set_path(path_);
+		ok_ = true;
+	}
+	~online_file()
+	{
+		if (!ok_)
+			return;
+		hotplug_set_path("/sys/devices/system/cpu/online");
+		unlink(path_);
+	}
+	online_file(const online_file &) = delete;
+	online_file &operator=(const online_file &) = delete;
+	bool ok() const { return ok_; }
+	void write(const std::vector<int> &cpus) { write_text(cmwq::format_cpulist(cpus) + "\n"); }
+	void write_text(const std::string &text) { std::ofstream(path_) << text; }
+
+private:
+	char path_[32] = "/tmp/cmwq-online-XXXXXX";
+	bool ok_ = false;
+};
 
 // Puts every usable CPU back online when a test ends, even a failing one.
 struct all_online {
@@ -288,24 +321,17 @@ TEST(hotplug, the_online_file_is_followed_when_its_text_changes)
 		GTEST_SKIP() << "needs two usable CPUs";
 	all_online restore;
 	int cpu = cpus.back();
-	char path[] = "/tmp/cmwq-online-XXXXXX";
-	int fd = mkstemp(path);
-	ASSERT_GE(fd, 0);
-	close(fd);
-	auto write_file = [&](const std::vector<int> &c) {
-		std::ofstream(path) << cmwq::format_cpulist(c) << "\n";
-	};
-	write_file(cpus);
-	hotplug_set_path(path);
+	online_file file(cpus);
+	ASSERT_TRUE(file.ok());
 	worker_pool *pool = g().cpu_pools[0][static_cast<size_t>(cpu)];
 	uint64_t before = hotplug_changes();
 	EXPECT_EQ(hotplug_poll(true), 0);
 	EXPECT_EQ(hotplug_changes(), before) << "an unchanged file changed something";
 
-	write_file(without(cpus, cpu));
+	file.write(without(cpus, cpu));
 	EXPECT_EQ(hotplug_poll(true), 0);
 	EXPECT_NE(view(pool).flags & POOL_DISASSOCIATED, 0u);
-	write_file(cpus);
+	file.write(cpus);
 	EXPECT_EQ(hotplug_poll(true), 0);
 	EXPECT_EQ(view(pool).flags & POOL_DISASSOCIATED, 0u);
 
@@ -320,19 +346,15 @@ TEST(hotplug, the_online_file_is_followed_when_its_text_changes)
 	auto *wq = alloc_workqueue("t_hp_file", WQ_PERCPU, 0);
 	probe p;
 	run_probe_on(wq, cpu, p); // the monitor starts with the first worker
-	write_file(without(cpus, cpu));
+	file.write(without(cpus, cpu));
 	EXPECT_TRUE(wait_until([&] { return hotplug_changes() > before; }, std::chrono::seconds(40)))
 		<< "the monitor did not follow the online file";
 	EXPECT_NE(view(pool).flags & POOL_DISASSOCIATED, 0u);
 
 	// Garbage is refused with a message, and changes nothing.
-	{
-		std::ofstream(path) << "0-x\n";
-	}
+	file.write_text("0-x\n");
 	EXPECT_EQ(hotplug_poll(true), -EINVAL);
 	EXPECT_NE(view(pool).flags & POOL_DISASSOCIATED, 0u);
-	hotplug_set_path("/sys/devices/system/cpu/online");
-	unlink(path);
 	destroy_workqueue(wq);
 }
 
@@ -360,28 +382,21 @@ TEST(hotplug, a_returning_cpu_that_refuses_its_workers_stays_offline_until_it_ta
 		GTEST_SKIP() << "needs two usable CPUs";
 	all_online restore;
 	int cpu = cpus.back();
-	char path[] = "/tmp/cmwq-online-XXXXXX";
-	int fd = mkstemp(path);
-	ASSERT_GE(fd, 0);
-	close(fd);
-	auto write_file = [&](const std::vector<int> &c) {
-		std::ofstream(path) << cmwq::format_cpulist(c) << "\n";
-	};
-	write_file(cpus);
-	hotplug_set_path(path);
+	online_file file(cpus);
+	ASSERT_TRUE(file.ok());
 	auto *wq = alloc_workqueue("t_hp_refuse", WQ_PERCPU, 0);
 	ASSERT_TRUE(wq);
 	worker_pool *pool = g().cpu_pools[0][static_cast<size_t>(cpu)];
 	probe p;
 	run_probe_on(wq, cpu, p); // a worker exists, and the monitor runs
-	write_file(without(cpus, cpu));
+	file.write(without(cpus, cpu));
 	EXPECT_EQ(hotplug_poll(true), 0);
 	ASSERT_NE(view(pool).flags & POOL_DISASSOCIATED, 0u);
 
 	pins_refused = 0;
 	refuse_pins = true;
 	hotplug_pin_hook = refusing_pin;
-	write_file(cpus);
+	file.write(cpus);
 	EXPECT_EQ(hotplug_poll(true), 0);
 	EXPECT_GE(pins_refused.load(), 1);
 	auto v = view(pool);
@@ -414,8 +429,6 @@ TEST(hotplug, a_returning_cpu_that_refuses_its_workers_stays_offline_until_it_ta
 	EXPECT_EQ(p.affinity, std::vector<int>{cpu});
 	EXPECT_EQ(p.ran_on, cpu);
 	EXPECT_FALSE(hotplug_retry_pending());
-	hotplug_set_path("/sys/devices/system/cpu/online");
-	unlink(path);
 	destroy_workqueue(wq);
 }
 
