@@ -225,7 +225,7 @@ file(GLOB_RECURSE cmwq_public_headers CONFIGURE_DEPENDS
   ${PROJECT_SOURCE_DIR}/include/*.h ${PROJECT_SOURCE_DIR}/include/*.hpp)
 list(APPEND cmwq_public_headers cmwq/version.h) # generated
 if(NOT CMWQ_HAVE_BOOST_ASIO) # tests/CMakeLists.txt looked for it
-  list(REMOVE_ITEM cmwq_public_headers cmwq/asio.hpp cmwq/asio_reactor.hpp)
+  list(REMOVE_ITEM cmwq_public_headers cmwq/asio.hpp cmwq/asio_detail.hpp cmwq/asio_reactor.hpp)
 endif()
 # <cmwq/urcu.h> needs a liburcu flavour included before it (test_rcu_work
 # compiles it that way).

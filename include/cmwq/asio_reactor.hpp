@@ -95,7 +95,11 @@ public:
 
 	executor get_executor() const noexcept { return executor(st_, std::allocator<void>(), 0); }
 	// As basic_executor::join for every executor of this reactor.
-	void join() const { st_->join(); }
+	void join() const
+	{
+		detail::tl_chain.settle(st_.get());
+		st_->join();
+	}
 
 private:
 	struct runner {
@@ -125,6 +129,7 @@ private:
 			std::size_t n = 0;
 			clock::time_point t0 = clock::now();
 			c.wq = self->st_->wq;
+			c.cpu = r->cpu == WORK_CPU_UNBOUND ? -1 : r->cpu;
 			try {
 				error_code ec;
 				n = self->sched_->wait_one(wait_usec, ec);

@@ -479,6 +479,11 @@ bool cmwq_try_queue_work(workqueue_struct *wq, work_struct *work)
 	return queue_item(WORK_CPU_UNBOUND, wq, work, "cmwq_try_queue_work") == queue_result::queued;
 }
 
+bool cmwq_try_queue_work_on(int cpu, workqueue_struct *wq, work_struct *work)
+{
+	return queue_item(cpu, wq, work, "cmwq_try_queue_work_on") == queue_result::queued;
+}
+
 bool queue_work_node(int node, workqueue_struct *wq, work_struct *work)
 {
 	if (wq_refused(wq, "queue_work_node") || work_refused(work, "queue_work_node"))

@@ -356,6 +356,8 @@ bool queue_work_node(int node, struct workqueue_struct *wq, struct work_struct *
  * already pending, disabled, or for a destroyed workqueue.
  */
 bool cmwq_try_queue_work(struct workqueue_struct *wq, struct work_struct *work);
+/* cmwq_try_queue_work() on CPU cpu, as queue_work_on() queues. */
+bool cmwq_try_queue_work_on(int cpu, struct workqueue_struct *wq, struct work_struct *work);
 static inline bool queue_work(struct workqueue_struct *wq, struct work_struct *work)
 {
 	return queue_work_on(WORK_CPU_UNBOUND, wq, work);
