@@ -39,6 +39,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -65,7 +66,11 @@ struct options {
 	int clients = 8;
 	int round_trips = 20000;
 	int repeat = 3;
+	std::string only; // run only the lines whose label contains it (and the first, for the ratio)
 };
+
+const options *opts = nullptr;
+bool wanted(const std::string &who) { return opts->only.empty() || who.find(opts->only) != std::string::npos; }
 
 double seconds_since(std::chrono::steady_clock::time_point t0)
 {
@@ -249,8 +254,23 @@ const cmwq_kind kinds[] = {
 	{"cmwq ordered", WQ_UNBOUND | __WQ_ORDERED, 1},
 };
 
+// The CPUs this process may run on.
+std::vector<int> allowed_cpus()
+{
+	std::vector<int> cpus;
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &set))
+				cpus.push_back(c);
+	if (cpus.empty())
+		cpus.push_back(0);
+	return cpus;
+}
+
 void run_actor(const options &o, int threads)
 {
+	const std::vector<int> cpus = allowed_cpus();
 	int n = o.actor_pools;
 	double base = best_of(o.repeat, [&] {
 		std::vector<std::unique_ptr<net::thread_pool>> pools;
@@ -265,30 +285,38 @@ void run_actor(const options &o, int threads)
 		return r;
 	});
 	line("actor", std::to_string(n) + " x asio::thread_pool(1)", base, base, "hops/s");
-	double one = best_of(o.repeat, [&] {
-		net::thread_pool pool(static_cast<size_t>(threads));
-		double r = actor_rate(std::vector<net::thread_pool::executor_type>{pool.get_executor()}, o);
-		pool.join();
-		return r;
-	});
-	line("actor", "asio::thread_pool(" + std::to_string(threads) + ")", one, base, "hops/s");
+	if (wanted("asio::thread_pool(")) {
+		double one = best_of(o.repeat, [&] {
+			net::thread_pool pool(static_cast<size_t>(threads));
+			double r = actor_rate(std::vector<net::thread_pool::executor_type>{pool.get_executor()}, o);
+			pool.join();
+			return r;
+		});
+		line("actor", "asio::thread_pool(" + std::to_string(threads) + ")", one, base, "hops/s");
+	}
 	// cmwq: one executor over the workqueue, then P executors over it in
 	// the example's place of its P pools (each executor has counters of
 	// its own, as each of Asio's pools has).
 	for (auto &k : kinds) {
 		for (int execs : {1, n}) {
+			std::string who = std::string(k.name) + (execs == 1 ? "" : ", " + std::to_string(execs) + " executors");
+			if (!wanted(who))
+				continue;
 			double r = best_of(o.repeat, [&] {
 				cmwq::workqueue wq("bench_actor", k.flags, k.max_active);
 				std::vector<cmwq::asio::executor> exs;
-				for (int i = 0; i < execs; i++)
-					exs.emplace_back(wq);
+				for (int i = 0; i < execs; i++) {
+					cmwq::asio::executor ex(wq);
+					// On a per-CPU workqueue each executor is bound to a
+					// CPU, as each of the example's pools is one thread.
+					exs.push_back(execs > 1 && !(k.flags & WQ_UNBOUND) ? ex.on_cpu(cpus[static_cast<size_t>(i) % cpus.size()]) : ex);
+				}
 				double v = actor_rate(exs, o);
 				for (auto &ex : exs)
 					ex.join();
 				return v;
 			});
-			line("actor", std::string(k.name) + (execs == 1 ? "" : ", " + std::to_string(execs) + " executors"), r,
-			     base, "hops/s");
+			line("actor", who, r, base, "hops/s");
 		}
 	}
 }
@@ -309,15 +337,19 @@ void run_echo(const options &o, int n)
 		return r;
 	});
 	line("echo", "asio::io_context on " + std::to_string(n) + " threads", base, base, "round trips/s");
-	double pool_rate = best_of(o.repeat, [&] {
-		net::thread_pool pool(static_cast<size_t>(n));
-		double r = echo_rate(pool.get_executor(), o);
-		pool.stop();
-		pool.join();
-		return r;
-	});
-	line("echo", "asio::thread_pool(" + std::to_string(n) + ")", pool_rate, base, "round trips/s");
+	if (wanted("asio::thread_pool(")) {
+		double pool_rate = best_of(o.repeat, [&] {
+			net::thread_pool pool(static_cast<size_t>(n));
+			double r = echo_rate(pool.get_executor(), o);
+			pool.stop();
+			pool.join();
+			return r;
+		});
+		line("echo", "asio::thread_pool(" + std::to_string(n) + ")", pool_rate, base, "round trips/s");
+	}
 	for (auto &k : kinds) {
+		if (!wanted(k.name))
+			continue;
 		double r = best_of(o.repeat, [&] {
 			cmwq::workqueue wq("bench_echo", k.flags, k.max_active);
 			cmwq::asio::executor ex(wq);
@@ -332,6 +364,8 @@ void run_echo(const options &o, int n)
 	for (auto &k : kinds) {
 		if (k.flags & __WQ_ORDERED)
 			continue; // the reactor refuses an ordered workqueue
+		if (!wanted(std::string(k.name) + " + reactor"))
+			continue;
 		double r = best_of(o.repeat, [&] {
 			cmwq::workqueue wq("bench_echo_r", k.flags, k.max_active);
 			double v;
@@ -361,7 +395,9 @@ int main(int argc, char **argv)
 	app.add_option("--clients", o.clients, "echo clients")->check(CLI::Range(1, 4096));
 	app.add_option("--round-trips", o.round_trips, "round trips per client")->check(CLI::Range(1, 100000000));
 	app.add_option("--repeat", o.repeat, "runs of each line (the best is printed)")->check(CLI::Range(1, 100));
+	app.add_option("--only", o.only, "run only the lines whose label contains this text (the first line of each protocol still runs, for the ratio)");
 	CLI11_PARSE(app, argc, argv);
+	opts = &o;
 	if (o.tokens > o.actors) {
 		std::fprintf(stderr, "wq_asio_bench: --tokens (%d) must not exceed --actors (%d)\n", o.tokens, o.actors);
 		return 2;
