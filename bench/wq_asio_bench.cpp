@@ -20,8 +20,12 @@
 //
 //   wq_asio_bench [--protocol actor|echo|all] [--threads N] [--actor-pools P] [--actors A]
 //                 [--hops H] [--tokens K] [--clients C] [--round-trips R]
-//                 [--repeat N]
+//                 [--repeat N] [--only TEXT]
+//
+// The lines of a protocol run in alternated rounds, --repeat of them; the
+// best of each line is printed.
 #include <cmwq/asio_reactor.hpp>
+#include <cmwq/params.h>
 #include <cmwq/workqueue.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -45,6 +49,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -230,18 +235,33 @@ double echo_rate(const Ex &ex, const options &o)
 
 void line(const char *protocol, const std::string &who, double rate, double base, const char *unit)
 {
-	std::printf("%-6s %-34s %12.0f %s  %5.2fx\n", protocol, who.c_str(), rate, unit, base > 0 ? rate / base : 0.0);
+	std::printf("%-6s %-52s %12.0f %s  %5.2fx\n", protocol, who.c_str(), rate, unit, base > 0 ? rate / base : 0.0);
 	std::fflush(stdout);
 }
 
-template <class F>
-double best_of(int n, F f)
-{
-	double best = 0;
-	for (int i = 0; i < n; i++)
-		best = std::max(best, f());
-	return best;
-}
+// The lines of one protocol, run in alternated rounds (each line once a
+// round, --repeat rounds) so that a drift of the machine's speed falls on
+// every line alike; the best of each is printed, with its ratio to the
+// first line's.
+struct runs {
+	const char *protocol;
+	const char *unit;
+	std::vector<std::pair<std::string, std::function<double()>>> lines;
+	void add(std::string who, std::function<double()> f)
+	{
+		if (lines.empty() || wanted(who))
+			lines.emplace_back(std::move(who), std::move(f));
+	}
+	void report(int repeat) const
+	{
+		std::vector<double> best(lines.size(), 0.0);
+		for (int r = 0; r < repeat; r++)
+			for (size_t i = 0; i < lines.size(); i++)
+				best[i] = std::max(best[i], lines[i].second());
+		for (size_t i = 0; i < lines.size(); i++)
+			line(protocol, lines[i].first, best[i], best[0], unit);
+	}
+};
 
 struct cmwq_kind {
 	const char *name;
@@ -272,7 +292,8 @@ void run_actor(const options &o, int threads)
 {
 	const std::vector<int> cpus = allowed_cpus();
 	int n = o.actor_pools;
-	double base = best_of(o.repeat, [&] {
+	runs rs{"actor", "hops/s", {}};
+	rs.add(std::to_string(n) + " x asio::thread_pool(1)", [&] {
 		std::vector<std::unique_ptr<net::thread_pool>> pools;
 		std::vector<net::thread_pool::executor_type> exs;
 		for (int i = 0; i < n; i++) {
@@ -284,31 +305,23 @@ void run_actor(const options &o, int threads)
 			p->join();
 		return r;
 	});
-	line("actor", std::to_string(n) + " x asio::thread_pool(1)", base, base, "hops/s");
-	if (wanted("asio::thread_pool(")) {
-		double one = best_of(o.repeat, [&] {
-			net::thread_pool pool(static_cast<size_t>(threads));
-			double r = actor_rate(std::vector<net::thread_pool::executor_type>{pool.get_executor()}, o);
-			pool.join();
-			return r;
-		});
-		line("actor", "asio::thread_pool(" + std::to_string(threads) + ")", one, base, "hops/s");
-	}
+	rs.add("asio::thread_pool(" + std::to_string(threads) + ")", [&] {
+		net::thread_pool pool(static_cast<size_t>(threads));
+		double r = actor_rate(std::vector<net::thread_pool::executor_type>{pool.get_executor()}, o);
+		pool.join();
+		return r;
+	});
 	// cmwq: one executor over the workqueue, then P executors over it in
 	// the example's place of its P pools (each executor has counters of
-	// its own, as each of Asio's pools has).
-	for (auto &k : kinds) {
-		for (int execs : {1, n}) {
-			std::string who = std::string(k.name) + (execs == 1 ? "" : ", " + std::to_string(execs) + " executors");
-			if (!wanted(who))
-				continue;
-			double r = best_of(o.repeat, [&] {
+	// its own, as each of Asio's pools has); on a per-CPU workqueue each
+	// is bound to a CPU, as each of the example's pools is one thread.
+	for (auto &k : kinds)
+		for (int execs : {1, n})
+			rs.add(std::string(k.name) + (execs == 1 ? "" : ", " + std::to_string(execs) + " executors"), [&, execs] {
 				cmwq::workqueue wq("bench_actor", k.flags, k.max_active);
 				std::vector<cmwq::asio::executor> exs;
 				for (int i = 0; i < execs; i++) {
 					cmwq::asio::executor ex(wq);
-					// On a per-CPU workqueue each executor is bound to a
-					// CPU, as each of the example's pools is one thread.
 					exs.push_back(execs > 1 && !(k.flags & WQ_UNBOUND) ? ex.on_cpu(cpus[static_cast<size_t>(i) % cpus.size()]) : ex);
 				}
 				double v = actor_rate(exs, o);
@@ -316,14 +329,34 @@ void run_actor(const options &o, int threads)
 					ex.join();
 				return v;
 			});
-			line("actor", who, r, base, "hops/s");
+	// The same with the blocked-worker detector sampling /proc instead of
+	// reacting to every context-switch event (cmwq.block_detect): in this
+	// shape a worker's short sleeps on a strand's mutex, each one taken for
+	// a block, wake the monitor and a second worker on the CPU.
+	rs.add("cmwq per-CPU, " + std::to_string(n) + " executors, block_detect=sample", [&] {
+		char prev[16] = {};
+		cmwq_param_get("cmwq.block_detect", prev, sizeof(prev));
+		cmwq_param_set("cmwq.block_detect", "sample");
+		double v;
+		{
+			cmwq::workqueue wq("bench_actor", WQ_PERCPU, 0);
+			std::vector<cmwq::asio::executor> exs;
+			for (int i = 0; i < n; i++)
+				exs.push_back(cmwq::asio::executor(wq).on_cpu(cpus[static_cast<size_t>(i) % cpus.size()]));
+			v = actor_rate(exs, o);
+			for (auto &ex : exs)
+				ex.join();
 		}
-	}
+		cmwq_param_set("cmwq.block_detect", prev);
+		return v;
+	});
+	rs.report(o.repeat);
 }
 
 void run_echo(const options &o, int n)
 {
-	double base = best_of(o.repeat, [&] {
+	runs rs{"echo", "round trips/s", {}};
+	rs.add("asio::io_context on " + std::to_string(n) + " threads", [&] {
 		net::io_context ctx(n);
 		auto guard = net::make_work_guard(ctx);
 		std::vector<std::thread> ts;
@@ -336,48 +369,37 @@ void run_echo(const options &o, int n)
 			t.join();
 		return r;
 	});
-	line("echo", "asio::io_context on " + std::to_string(n) + " threads", base, base, "round trips/s");
-	if (wanted("asio::thread_pool(")) {
-		double pool_rate = best_of(o.repeat, [&] {
-			net::thread_pool pool(static_cast<size_t>(n));
-			double r = echo_rate(pool.get_executor(), o);
-			pool.stop();
-			pool.join();
-			return r;
-		});
-		line("echo", "asio::thread_pool(" + std::to_string(n) + ")", pool_rate, base, "round trips/s");
-	}
-	for (auto &k : kinds) {
-		if (!wanted(k.name))
-			continue;
-		double r = best_of(o.repeat, [&] {
+	rs.add("asio::thread_pool(" + std::to_string(n) + ")", [&] {
+		net::thread_pool pool(static_cast<size_t>(n));
+		double r = echo_rate(pool.get_executor(), o);
+		pool.stop();
+		pool.join();
+		return r;
+	});
+	for (auto &k : kinds)
+		rs.add(k.name, [&] {
 			cmwq::workqueue wq("bench_echo", k.flags, k.max_active);
 			cmwq::asio::executor ex(wq);
 			double v = echo_rate(ex, o);
 			ex.join(); // the sessions see their clients' EOF before the workqueue goes
 			return v;
 		});
-		line("echo", k.name, r, base, "round trips/s");
-	}
 	// The reactor run by the workqueue's workers (cmwq::asio::reactor):
-	// completions run where epoll saw them, no hop.
-	for (auto &k : kinds) {
-		if (k.flags & __WQ_ORDERED)
-			continue; // the reactor refuses an ordered workqueue
-		if (!wanted(std::string(k.name) + " + reactor"))
-			continue;
-		double r = best_of(o.repeat, [&] {
-			cmwq::workqueue wq("bench_echo_r", k.flags, k.max_active);
-			double v;
-			{
-				cmwq::asio::reactor rx(wq);
-				v = echo_rate(rx.get_executor(), o);
-				rx.join();
-			}
-			return v;
-		});
-		line("echo", std::string(k.name) + " + reactor", r, base, "round trips/s");
-	}
+	// completions run where epoll saw them, no hop. Not on an ordered
+	// workqueue (the reactor refuses it).
+	for (auto &k : kinds)
+		if (!(k.flags & __WQ_ORDERED))
+			rs.add(std::string(k.name) + " + reactor", [&] {
+				cmwq::workqueue wq("bench_echo_r", k.flags, k.max_active);
+				double v;
+				{
+					cmwq::asio::reactor rx(wq);
+					v = echo_rate(rx.get_executor(), o);
+					rx.join();
+				}
+				return v;
+			});
+	rs.report(o.repeat);
 }
 
 } // namespace
@@ -394,7 +416,7 @@ int main(int argc, char **argv)
 	app.add_option("--tokens", o.tokens, "tokens going round at once (default: one per actor)")->check(CLI::Range(0, 100000));
 	app.add_option("--clients", o.clients, "echo clients")->check(CLI::Range(1, 4096));
 	app.add_option("--round-trips", o.round_trips, "round trips per client")->check(CLI::Range(1, 100000000));
-	app.add_option("--repeat", o.repeat, "runs of each line (the best is printed)")->check(CLI::Range(1, 100));
+	app.add_option("--repeat", o.repeat, "rounds: each line runs once a round, the best is printed")->check(CLI::Range(1, 100));
 	app.add_option("--only", o.only, "run only the lines whose label contains this text (the first line of each protocol still runs, for the ratio)");
 	CLI11_PARSE(app, argc, argv);
 	opts = &o;
@@ -404,7 +426,7 @@ int main(int argc, char **argv)
 	}
 	int n = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
 	std::printf("# wq_asio_bench --protocol %s --threads %d --actor-pools %d --actors %d --hops %ld --tokens %d --clients %d "
-		    "--round-trips %d --repeat %d (best of %d; ratio to the first line of each protocol)\n",
+		    "--round-trips %d --repeat %d (best of %d alternated rounds; ratio to the first line of each protocol)\n",
 		    o.protocol.c_str(), n, o.actor_pools, o.actors, o.hops, o.tokens, o.clients, o.round_trips, o.repeat, o.repeat);
 	if (o.protocol == "actor" || o.protocol == "all")
 		run_actor(o, n);

@@ -35,8 +35,8 @@
 //   the same workqueue is not queued: the item that ran the handler runs it
 //   after the handler returns, as Asio's thread_pool keeps continuations in
 //   a thread-private queue (no lock, no wakeup, the data still in this
-//   CPU's cache). At most 64 such run in one item; the rest are queued as
-//   items. Not on an ordered workqueue, whose items run in queue order.
+//   CPU's cache). They run for about 1 ms of one item (at most 4096);
+//   the rest are queued as items. Not on an ordered workqueue, whose items run in queue order.
 // - on_cpu(cpu): a copy whose items are queued on that CPU (queue_work_on);
 //   a continuation for another CPU is queued there, not chained. One per
 //   CPU of a per-CPU workqueue is the counterpart of a thread_pool(1) per
