@@ -236,51 +236,53 @@ constexpr int max_chain = 4096;
 constexpr long chain_share_us = 1000;
 constexpr int chain_clock_every = 16;
 
-// A reference for a new copy of an executor of s, and back.
-inline void ref_take(shared_state *s) noexcept
+// A count for a new copy of an executor of s from the thread's budget
+// (held: which of the budget's counts; count: the shared one it is
+// refilled from), and one given back to it. false outside an executor's
+// item, or when every slot holds another state: the caller counts on the
+// shared atomic itself.
+inline bool budget_take(shared_state *s, long budget::*held, std::atomic<long> shared_state::*count) noexcept
 {
 	chain &c = tl_chain;
-	if (budget *b = c.wq ? c.slot(s) : nullptr) {
-		if (b->refs == 0) {
-			s->refs.fetch_add(budget_batch, std::memory_order_relaxed);
-			b->refs = budget_batch;
-		}
-		b->refs--;
-		return;
+	budget *b = c.wq ? c.slot(s) : nullptr;
+	if (!b)
+		return false;
+	if (b->*held == 0) {
+		(s->*count).fetch_add(budget_batch, std::memory_order_relaxed);
+		b->*held = budget_batch;
 	}
-	s->refs.fetch_add(1, std::memory_order_relaxed);
+	(b->*held)--;
+	return true;
+}
+inline bool budget_give(shared_state *s, long budget::*held) noexcept
+{
+	chain &c = tl_chain;
+	budget *b = c.wq ? c.slot(s) : nullptr;
+	if (!b)
+		return false;
+	(b->*held)++;
+	return true;
+}
+// A reference for a new copy, and back; the same for a tracked copy's count.
+inline void ref_take(shared_state *s) noexcept
+{
+	if (!budget_take(s, &budget::refs, &shared_state::refs))
+		s->refs.fetch_add(1, std::memory_order_relaxed);
 }
 inline void ref_drop(shared_state *s) noexcept
 {
-	chain &c = tl_chain;
-	if (budget *b = c.wq ? c.slot(s) : nullptr) {
-		b->refs++;
-		return;
-	}
-	s->unref();
+	if (!budget_give(s, &budget::refs))
+		s->unref();
 }
-// The same for a tracked copy's count.
 inline void track_take(shared_state *s) noexcept
 {
-	chain &c = tl_chain;
-	if (budget *b = c.wq ? c.slot(s) : nullptr) {
-		if (b->tracked == 0) {
-			s->tracked.fetch_add(budget_batch, std::memory_order_relaxed);
-			b->tracked = budget_batch;
-		}
-		b->tracked--;
-		return;
-	}
-	s->tracked.fetch_add(1, std::memory_order_relaxed);
+	if (!budget_take(s, &budget::tracked, &shared_state::tracked))
+		s->tracked.fetch_add(1, std::memory_order_relaxed);
 }
 inline void track_drop(shared_state *s) noexcept
 {
-	chain &c = tl_chain;
-	if (budget *b = c.wq ? c.slot(s) : nullptr) {
-		b->tracked++;
-		return;
-	}
-	s->untrack();
+	if (!budget_give(s, &budget::tracked))
+		s->untrack();
 }
 
 // A counted reference to a shared_state (executors copy it on every
