@@ -178,6 +178,8 @@ std::vector<param> &table()
 					p.blocked_sample_us, 1000000ul, true, 50));
 		v->push_back(uint_param("cmwq.blocked_window_us", "an integer of microseconds",
 					p.blocked_window_us, 10000000ul));
+		v->push_back(uint_param("cmwq.block_grace_us", "an integer of microseconds, at most 1000000 (0: at once)",
+					p.block_grace_us, 1000000ul));
 		v->push_back(uint_param("cmwq.block_event_idle_runs",
 					"an integer of busy periods, at most 1000000 (0: never close)",
 					p.block_event_idle_runs, 1000000ul));

@@ -382,10 +382,18 @@ void detect_enable_self(worker *w)
 
 void detect_disable_self(worker *w)
 {
-	if (w->perf_on.load(std::memory_order_relaxed) && w->perf_on.exchange(false)) {
-		ioctl(w->perf_fd.load(std::memory_order_acquire), PERF_EVENT_IOC_DISABLE, 0);
-		w->event_unneeded = 0;
-		return;
+	if (w->perf_on.load(std::memory_order_relaxed)) {
+		// Under D, as detect_enable: the monitor may be enabling this
+		// event for the item that just ended. Unlocked, its exchange and
+		// ioctl could fall between this exchange and this ioctl, leaving
+		// perf_on set on a disabled event: no worker or monitor would
+		// enable it again, and the next block would go unseen.
+		lock_guard lk(det().lock);
+		if (w->perf_on.exchange(false)) {
+			ioctl(w->perf_fd.load(std::memory_order_acquire), PERF_EVENT_IOC_DISABLE, 0);
+			w->event_unneeded = 0;
+			return;
+		}
 	}
 	// Not enabled during this busy period. An event left open would cost
 	// every switch of the thread; after cmwq.block_event_idle_runs such

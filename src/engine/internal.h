@@ -302,6 +302,10 @@ struct worker {
 	uint64_t recheck_prog GUARDED_BY(pool->lock) = 0;
 	uint64_t mon_prog = 0;           // M: monitor thread only
 	uint64_t mon_since = 0;          // M: when it saw that count
+	bool mon_out = false;            // M: switched out in its item, block not counted yet (the grace runs)
+	uint64_t mon_out_at = 0;         // M: when the monitor saw that switch out
+	uint64_t mon_out_prog = 0;       // M: the item whose time out mon_out_ns adds up
+	uint64_t mon_out_ns = 0;         // M: time out in that item that was not counted as a block
 	pthread_t thread{};              // I: set by the thread before its first L
 	workqueue_struct *rescue_wq = nullptr; // I: rescuers only
 	bool rescue_stop = false;        // Y: destroy_workqueue stops the rescuer
@@ -503,6 +507,7 @@ struct params_t {
 	std::atomic<unsigned> blocked_sample_us{200};
 	std::atomic<unsigned> block_event_idle_runs{64}; // busy periods without need before a worker closes its event (0: never)
 	std::atomic<unsigned> blocked_window_us{500};
+	std::atomic<unsigned> block_grace_us{0}; // perf: a switch out counts as a block after this long (0: at once)
 	std::atomic<int> block_detect{0};       // requested: block_mode (auto, perf, sample, off)
 	std::atomic<long> fail_perf_open{0};    // forces the block detector's fallback
 	std::atomic<long> fail_switch_records{0}; // the monitor ignores blocked-switch records (tests)

@@ -122,17 +122,77 @@ void restore_running(worker_pool *pool, worker *w) REQUIRES(pool->lock)
 		monitor_watch(pool);
 }
 
+// A switch out not counted yet (cmwq.block_grace_us): the worker, pinned
+// until the monitor forgets it, and its item.
+struct pending_out {
+	worker *w;
+	pid_t tid;
+	uint64_t prog; // the item it switched out in
+	uint64_t due;  // counted as a block at this time if still out
+};
+
+// Context: L, the monitor thread. Worker w, running an item, is out (a
+// switch out, or seen sleeping when its event went on): counted as blocked
+// at once if the item's time out has used up the grace, else remembered in
+// outs until the grace runs out. Returns whether it was counted.
+bool note_out(worker_pool *pool, worker *w, std::vector<pending_out> &outs, deferred &d) REQUIRES(pool->lock)
+{
+	uint64_t grace = params().block_grace_us.load(std::memory_order_relaxed) * 1000ull;
+	uint64_t prog = w->progress.load(std::memory_order_relaxed);
+	if (w->mon_out_prog != prog) {
+		w->mon_out_prog = prog;
+		w->mon_out_ns = 0;
+	}
+	if (w->mon_out_ns >= grace) {
+		mark_blocked(pool, w, d);
+		return true;
+	}
+	if (!w->mon_out) {
+		// Pinned under L while it runs an item, so it cannot be
+		// exiting; unpinned by settle_outs.
+		w->pins.fetch_add(1, std::memory_order_relaxed);
+		w->mon_out = true;
+		w->mon_out_at = now_ns();
+		outs.push_back({w, w->tid, prog, w->mon_out_at + grace - w->mon_out_ns});
+	}
+	return false;
+}
+
 // Context: D (detect_wait's callback). A switch of a worker with its event
-// enabled; wakeups go to ds, run after D is dropped.
-int on_switch(worker *w, bool blocked, std::vector<deferred> &ds)
+// enabled; wakeups go to ds, run after D is dropped. Switches out in an item
+// count as a block once the item's time out adds up to cmwq.block_grace_us:
+// until then a switch out waits in outs, and a switch in forgets it. A
+// user-space thread sleeps on a mutex held for a moment by another CPU,
+// where the kernel's mutexes spin while the owner runs; counting each such
+// sleep would wake a second worker for every short wait (docs/design.md,
+// "Blocking"). Adding the times up bounds the delay of the items behind one
+// that sleeps often and briefly (a polling loop) by the same grace.
+int on_switch(worker *w, bool blocked, std::vector<deferred> &ds, std::vector<pending_out> &outs)
 {
 	if (detect_mode() != BLOCK_PERF)
 		return 0;
+	if (!blocked && w->mon_out) {
+		w->mon_out = false; // back before its grace ran out
+		w->mon_out_ns += now_ns() - w->mon_out_at;
+		// As after a restore (restore_running): until its item ends the
+		// monitor also reads its state while items wait. A record that
+		// never comes must not strand the items behind a worker whose
+		// block was seen once and forgotten.
+		worker_pool *pool = w->pool;
+		lock_guard lk(pool->lock);
+		if (w->current_work && w->in_item.load(std::memory_order_relaxed)) {
+			w->recheck_prog = w->progress.load(std::memory_order_relaxed);
+			if (!list_empty(&pool->worklist))
+				monitor_watch(pool);
+		}
+		return 0;
+	}
 	// Most switches need nothing: a switch out between items (waiting for
 	// pool->lock is not the item blocking), a switch in of a worker not
 	// counted out. Relaxed looks first, so those cost no pool lock; the
 	// decision is taken again under L.
-	if (blocked ? !w->in_item.load(std::memory_order_relaxed) : !w->marked.load(std::memory_order_relaxed))
+	if (blocked ? !w->in_item.load(std::memory_order_relaxed) || w->mon_out
+		    : !w->marked.load(std::memory_order_relaxed))
 		return 0;
 	if (blocked && fault_injected(params().fail_switch_records))
 		return 0; // the record is lost (tests)
@@ -142,10 +202,8 @@ int on_switch(worker *w, bool blocked, std::vector<deferred> &ds)
 	{
 		lock_guard lk(pool->lock);
 		if (blocked) {
-			if (may_mark_blocked(pool, w) && w->in_item.load(std::memory_order_relaxed)) {
-				mark_blocked(pool, w, d);
-				acted = 1;
-			}
+			if (may_mark_blocked(pool, w) && w->in_item.load(std::memory_order_relaxed))
+				acted = note_out(pool, w, outs, d);
 		} else if (w->detected && w->sleeping && w->hint_depth.load(std::memory_order_relaxed) == 0) {
 			restore_running(pool, w);
 			acted = 1;
@@ -156,10 +214,48 @@ int on_switch(worker *w, bool blocked, std::vector<deferred> &ds)
 	return acted;
 }
 
+// Context: no lock (the monitor thread). Counts the switches out whose grace
+// has run out as blocks, if their workers are still out in the same item,
+// and forgets those that came back. The thread's state is read once more
+// first: a switch in whose record was lost must not count as a block.
+// Returns the earliest due time left, or 0.
+uint64_t settle_outs(std::vector<pending_out> &outs, uint64_t now)
+{
+	uint64_t next = 0;
+	size_t kept = 0;
+	for (size_t i = 0; i < outs.size(); i++) {
+		pending_out o = outs[i];
+		if (o.w->mon_out && now < o.due) {
+			outs[kept++] = o;
+			next = next ? std::min(next, o.due) : o.due;
+			continue;
+		}
+		if (o.w->mon_out) {
+			o.w->mon_out = false;
+			o.w->mon_out_ns += now - o.w->mon_out_at;
+			if (task_state(o.tid) != 'R') {
+				worker_pool *pool = o.w->pool;
+				deferred d;
+				{
+					lock_guard lk(pool->lock);
+					if (detect_mode() == BLOCK_PERF && may_mark_blocked(pool, o.w) &&
+					    o.w->in_item.load(std::memory_order_relaxed) &&
+					    o.w->progress.load(std::memory_order_relaxed) == o.prog)
+						mark_blocked(pool, o.w, d);
+				}
+				d.run();
+			}
+		}
+		o.w->pins.fetch_sub(1, std::memory_order_release);
+	}
+	outs.resize(kept);
+	return next;
+}
+
 // One pass over a watched pool. Returns whether it still needs watching.
 // enable_only: sampling is off (cmwq.blocked_sample_us=0); only the
 // context-switch events of running workers are turned on.
-bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
+bool sample_pool(worker_pool *pool, uint64_t now, std::vector<pending_out> &outs, bool enable_only = false)
 {
 	auto &p = params();
 	uint64_t window = p.blocked_window_us.load() * 1000ull;
@@ -289,8 +385,26 @@ bool sample_pool(worker_pool *pool, uint64_t now, bool enable_only = false)
 			deferred d;
 			{
 				lock_guard lk(pool->lock);
-				if (may_mark_blocked(pool, c.w) && c.w->progress.load() == c.prog)
-					mark_blocked(pool, c.w, d);
+				// A worker seen sleeping as its event went on (or
+				// while counted running again) gets the grace a
+				// switch out gets; one found by sampling has had
+				// its window. The event went on for whatever the
+				// worker runs now: if it has moved on to another
+				// item and sleeps in it, the switch out may have
+				// come before the enable took effect (the worker
+				// found its event already marked on and did not
+				// enable it itself), and no record will ever tell.
+				// So it is noted for its current item; settle_outs
+				// reads the state again before counting it.
+				bool via_event = mode == BLOCK_PERF && c.w->perf_on.load(std::memory_order_relaxed) &&
+						 c.w->in_item.load(std::memory_order_relaxed);
+				bool same_item = c.w->progress.load() == c.prog;
+				if (may_mark_blocked(pool, c.w) && (same_item || (via_event && c.token))) {
+					if (via_event)
+						note_out(pool, c.w, outs, d);
+					else
+						mark_blocked(pool, c.w, d);
+				}
 			}
 			d.run();
 		} else if (c.check_restore && runnable) {
@@ -412,6 +526,7 @@ void *monitor_thread(void *)
 	auto &state = ms();
 	uint64_t next_sample = 0;
 	std::vector<deferred> ds;
+	std::vector<pending_out> outs; // switches out within their grace
 	int idle_wakes = 0;
 	uint64_t next_efd_try = 0;
 	uint64_t next_quota_read = now_ns() + QUOTA_REREAD_NS;
@@ -457,11 +572,17 @@ void *monitor_thread(void *)
 					timeout = std::max<uint64_t>(50000ull, params().blocked_window_us.load() * 1000ull);
 				}
 			}
+			if (uint64_t due = settle_outs(outs, now_ns())) {
+				uint64_t now = now_ns();
+				timeout = std::min(timeout, due > now ? due - now : 0);
+			}
 			int acted = 0;
-			int n = detect_wait(timeout, [&](worker *w, bool blocked) { acted += on_switch(w, blocked, ds); });
+			int n = detect_wait(timeout,
+					    [&](worker *w, bool blocked) { acted += on_switch(w, blocked, ds, outs); });
 			for (auto &d : ds)
 				d.run();
 			ds.clear();
+			(void)settle_outs(outs, now_ns());
 			// A run of switches that meant nothing (preemptions, waits for
 			// a pool lock between items): let them gather for a while
 			// rather than waking for each, which on a busy machine would
@@ -481,11 +602,16 @@ void *monitor_thread(void *)
 			m.armed = false;
 			next_sample = 0;
 		} else {
+			// No epoll set: no records come, but switches out seen by a
+			// pass (note_out) still wait for their grace.
+			uint64_t due = settle_outs(outs, now_ns());
 			unique_lock lk(m.lock);
-			if (m.armed && sample)
-				m.cv.wait_for(lk, std::chrono::microseconds(std::max(50u, sample)));
-			else
-				m.cv.wait_for(lk, std::chrono::nanoseconds(until_watchdog));
+			uint64_t wait_ns = m.armed && sample ? std::max(50u, sample) * 1000ull : until_watchdog;
+			if (due) {
+				uint64_t now = now_ns();
+				wait_ns = std::min(wait_ns, due > now ? due - now : 0);
+			}
+			m.cv.wait_for(lk, std::chrono::nanoseconds(wait_ns));
 			armed = m.armed;
 			m.armed = false;
 			sample = params().blocked_sample_us.load();
@@ -504,7 +630,7 @@ void *monitor_thread(void *)
 			bool perf = detect_mode() == BLOCK_PERF;
 			for (auto *pool : pools) {
 				if (perf && pool->watch.load(std::memory_order_relaxed))
-					sample_pool(pool, now, true); // clears the mark under L
+					sample_pool(pool, now, outs, true); // clears the mark under L
 				else
 					pool->watch.store(false);
 			}
@@ -518,7 +644,7 @@ void *monitor_thread(void *)
 			}
 			for (auto *pool : pools)
 				if (pool->watch.load(std::memory_order_relaxed))
-					again |= sample_pool(pool, now);
+					again |= sample_pool(pool, now, outs);
 			if (again) {
 				lock_guard lk(m.lock);
 				m.armed = true;
