@@ -2,17 +2,26 @@
 // without a hint, what the detection costs while stalled, and what it costs
 // the queue/execute path when nothing blocks (detection on vs off).
 //
-//   wq_detect_bench [--rounds N] [--settings S:W,S:W,...] [--items N]
+//   wq_detect_bench [--rounds N] [--settings perf,perf/G,S:W,...] [--items N]
 //
 // Each round queues item A then item B on the same CPU; A records the time
 // and blocks in a plain read() on a pipe (no hint); B records when it
 // starts and writes the pipe. Latency = B.start - A.block. Settings are
 // "perf" (cmwq.block_detect=perf with sampling off: the context-switch
-// events alone) or cmwq.blocked_sample_us:cmwq.blocked_window_us pairs
-// (cmwq.block_detect=sample).
+// events alone, with the default cmwq.block_grace_us of 0), "perf/G" (the same
+// with a grace of G us) or cmwq.blocked_sample_us:cmwq.blocked_window_us
+// pairs (cmwq.block_detect=sample).
+//
+// Then a lock held for moments by a thread on another CPU: items on the
+// pool's CPU take it again and again, and sleep on it for a few µs at a
+// time. Under perf, each grace is measured: items/s, and the blocks counted
+// (CM_WAKEUP: a second worker woken for a wait that ends in microseconds).
 #include <cmwq/linux/workqueue.h>
 #include <cmwq/params.h>
+#include <cmwq/stats.h>
 #include <cmwq/topology.hpp>
+
+#include <pthread.h>
 
 #include <sched.h>
 #include <sys/resource.h>
@@ -68,6 +77,25 @@ void sleep_1s(work_struct *)
 std::atomic<long> ran{0};
 void tiny(work_struct *) { ran.fetch_add(1, std::memory_order_relaxed); }
 
+void spin_ns(uint64_t ns)
+{
+	uint64_t end = now_ns() + ns;
+	while (now_ns() < end) {
+	}
+}
+
+pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+void lock_taker(work_struct *)
+{
+	for (int i = 0; i < 50; i++) {
+		pthread_mutex_lock(&shared_lock);
+		spin_ns(1000);
+		pthread_mutex_unlock(&shared_lock);
+		spin_ns(2000);
+	}
+	ran.fetch_add(1, std::memory_order_relaxed);
+}
+
 double pct(std::vector<double> v, double p)
 {
 	std::sort(v.begin(), v.end());
@@ -80,7 +108,7 @@ int main(int argc, char **argv)
 {
 	int rounds = 200;
 	long items = 300000;
-	std::string settings = "perf,100:200,200:500,500:1000,1000:2000";
+	std::string settings = "perf,perf/50,100:200,200:500,500:1000,1000:2000";
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
 			rounds = atoi(argv[++i]);
@@ -89,7 +117,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--settings") && i + 1 < argc)
 			settings = argv[++i];
 		else {
-			fprintf(stderr, "usage: %s [--rounds N] [--items N] [--settings S:W,...]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--rounds N] [--items N] [--settings perf,perf/G,S:W,...]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -107,9 +135,14 @@ int main(int argc, char **argv)
 		pos = comma == std::string::npos ? settings.size() : comma + 1;
 		auto colon = s.find(':');
 		std::string sample, window;
-		if (s == "perf") {
+		if (s == "perf" || s.rfind("perf/", 0) == 0) {
 			sample = "0";
 			window = "500";
+			if (cmwq_param_set("cmwq.block_grace_us", s == "perf" ? "0" : s.substr(5).c_str())) {
+				fprintf(stderr, "bad grace in %s: perf/G takes G in microseconds, 0 to 1000000\n",
+					s.c_str());
+				return 2;
+			}
 			if (cmwq_param_set("cmwq.block_detect", "perf")) {
 				fprintf(stderr, "perf: context-switch events are not available; skipped\n");
 				continue;
@@ -127,8 +160,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "bad setting %s\n", s.c_str());
 			return 2;
 		}
-		if (s == "perf")
-			sample = "perf";
+		if (s.rfind("perf", 0) == 0)
+			sample = s;
 		std::vector<double> lat;
 		for (int r = 0; r < rounds; r++) {
 			work_struct a, b;
@@ -157,6 +190,68 @@ int main(int argc, char **argv)
 	}
 	cmwq_param_set("cmwq.blocked_sample_us", "200");
 	cmwq_param_set("cmwq.blocked_window_us", "500");
+	cmwq_param_set("cmwq.block_grace_us", "0");
+
+	// A lock another CPU holds for moments (1 µs of 3, taken and given back
+	// by a thread there); 400 items on the pool's CPU, each taking it 50
+	// times. Graces alternated round by round, medians of 5.
+	const std::vector<int> cpus = cmwq::current_topology().usable;
+	if (cpus.size() >= 2 && cmwq_param_set("cmwq.block_detect", "perf") == 0) {
+		int other = cpus.front() == cpu ? cpus.back() : cpus.front();
+		std::atomic<bool> stop{false};
+		pthread_t rival;
+		struct rival_arg {
+			int cpu;
+			std::atomic<bool> *stop;
+		} ra{other, &stop};
+		pthread_create(&rival, nullptr,
+			       [](void *p) -> void * {
+				       auto *a = static_cast<rival_arg *>(p);
+				       cpu_set_t set;
+				       CPU_ZERO(&set);
+				       CPU_SET(a->cpu, &set);
+				       pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+				       while (!a->stop->load(std::memory_order_relaxed)) {
+					       pthread_mutex_lock(&shared_lock);
+					       spin_ns(1000);
+					       pthread_mutex_unlock(&shared_lock);
+					       spin_ns(2000);
+				       }
+				       return nullptr;
+			       },
+			       &ra);
+		const char *graces[] = {"0", "50", "200"};
+		std::vector<double> rate[3], counted[3];
+		std::vector<work_struct> lw(400);
+		for (int r = 0; r < 5; r++) {
+			for (int g = 0; g < 3; g++) {
+				cmwq_param_set("cmwq.block_grace_us", graces[g]);
+				uint64_t st0[PWQ_NR_STATS], st1[PWQ_NR_STATS];
+				cmwq_workqueue_stats(wq, st0);
+				for (auto &w : lw)
+					INIT_WORK(&w, lock_taker);
+				ran = 0;
+				uint64_t t0 = now_ns();
+				for (auto &w : lw)
+					queue_work_on(cpu, wq, &w);
+				flush_workqueue(wq);
+				rate[g].push_back(ran.load() / ((now_ns() - t0) / 1e9));
+				cmwq_workqueue_stats(wq, st1);
+				counted[g].push_back(static_cast<double>(st1[PWQ_STAT_CM_WAKEUP] - st0[PWQ_STAT_CM_WAKEUP]));
+			}
+		}
+		stop = true;
+		pthread_join(rival, nullptr);
+		printf("\n# a lock held for moments by CPU %d: 400 items on CPU %d take it 50 times each; perf, "
+		       "medians of 5 alternated rounds\n",
+		       other, cpu);
+		printf("%-14s %12s %8s %16s\n", "block_grace_us", "items/s", "vs 0", "blocks counted");
+		for (int g = 0; g < 3; g++)
+			printf("%-14s %12.0f %7.3fx %16.0f\n", graces[g], pct(rate[g], 0.5),
+			       pct(rate[g], 0.5) / pct(rate[0], 0.5), pct(counted[g], 0.5));
+		cmwq_param_set("cmwq.block_grace_us", "0");
+		cmwq_param_set("cmwq.block_detect", "auto");
+	}
 
 	// What detection costs when nothing blocks: the producer pinned to the
 	// pool's CPU (the wq_bench per-CPU protocols' arrangement), the

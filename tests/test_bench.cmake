@@ -154,10 +154,14 @@ set(_wqb_checker "${CMAKE_CURRENT_LIST_FILE}")
 set(_wqb_snapdir "${CMAKE_CURRENT_BINARY_DIR}/bench_snapshots")
 
 # wq_bench_test(NAME ARGS "..." [EXPECT_RC n] [STDOUT re...] [STDERR re...]
-#               [JSON spec...] [SNAPSHOT kind:dir])
+#               [JSON spec...] [SNAPSHOT kind:dir] [BIN target])
+# BIN runs another of the bench programs (default wq_bench).
 function(wq_bench_test name)
-  cmake_parse_arguments(T "" "ARGS;EXPECT_RC;SNAPSHOT" "STDOUT;STDERR;JSON" ${ARGN})
-  set(defs -DBENCH=$<TARGET_FILE:wq_bench> "-DARGS=${T_ARGS}")
+  cmake_parse_arguments(T "" "ARGS;EXPECT_RC;SNAPSHOT;BIN" "STDOUT;STDERR;JSON" ${ARGN})
+  if(NOT T_BIN)
+    set(T_BIN wq_bench)
+  endif()
+  set(defs -DBENCH=$<TARGET_FILE:${T_BIN}> "-DARGS=${T_ARGS}")
   if(DEFINED T_EXPECT_RC)
     list(APPEND defs -DEXPECT_RC=${T_EXPECT_RC})
   endif()
@@ -265,3 +269,44 @@ wq_bench_test(bad_protocol_is_a_usage_error
   ARGS "--protocol nope"
   EXPECT_RC 2
   STDERR "accepted values are kernel, fanout, blocking, regression, all")
+
+# ---- the other bench programs ------------------------------------------------
+# wq_detect_bench: its three tables, the grace given as perf/G.
+wq_bench_test(detect_bench_prints_latency_lock_and_idle_tables
+  BIN wq_detect_bench
+  ARGS "--rounds 5 --items 2000 --settings perf,perf/0,100:200"
+  STDOUT "un-annotated blocking: latency"
+         "\n100 +200 +${_wqb_num} +${_wqb_num} +${_wqb_num}"
+         "nothing blocks: one CPU's pool"
+         "\nsample +${_wqb_num} +[0-9.]+x")
+
+wq_bench_test(detect_bench_refuses_a_bad_grace
+  BIN wq_detect_bench
+  ARGS "--rounds 1 --settings perf/abc"
+  EXPECT_RC 2
+  STDERR "bad grace in perf/abc: perf/G takes G in microseconds")
+
+# wq_asio_bench (built where Boost.Asio is): every line of both protocols,
+# tiny; a ring that loses a token never ends (the test's timeout), an echo
+# client that fails prints 0.
+if(TARGET wq_asio_bench)
+  set(_asio_lines "")
+  foreach(l "16 x asio::thread_pool\\(1\\)" "asio::thread_pool\\(2\\)" "cmwq unbound" "cmwq unbound, 16 executors"
+            "cmwq per-CPU" "cmwq per-CPU, 16 executors" "cmwq ordered" "cmwq ordered, 16 executors"
+            "cmwq per-CPU, 16 executors, block_detect=sample")
+    list(APPEND _asio_lines "\nactor  ${l} +[1-9][0-9]* hops/s")
+  endforeach()
+  foreach(l "asio::io_context on 2 threads" "asio::thread_pool\\(2\\)" "cmwq unbound" "cmwq per-CPU" "cmwq ordered"
+            "cmwq unbound \\+ reactor" "cmwq per-CPU \\+ reactor")
+    list(APPEND _asio_lines "\necho   ${l} +[1-9][0-9]* round trips/s")
+  endforeach()
+  wq_bench_test(asio_bench_runs_every_line_of_both_protocols
+    BIN wq_asio_bench
+    ARGS "--protocol all --threads 2 --hops 2000 --actors 40 --clients 2 --round-trips 50 --repeat 1"
+    STDOUT ${_asio_lines})
+  wq_bench_test(asio_bench_refuses_more_tokens_than_actors
+    BIN wq_asio_bench
+    ARGS "--protocol actor --actors 4 --tokens 5"
+    EXPECT_RC 2
+    STDERR "--tokens \\(5\\) must not exceed --actors \\(4\\)")
+endif()
