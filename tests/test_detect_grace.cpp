@@ -237,9 +237,9 @@ void lost_b_fn(work_struct *)
 }
 } // namespace
 
-// A worker back within its grace, whose next block's record is lost (a ring
-// that filled while the monitor was starved; here every blocked-switch
-// record is dropped, cmwq.fail_switch_records): the monitor reads its state
+// A worker back within its grace, whose next block's record is lost (as on
+// Linux 6.18 under load, docs/design.md "a record that never comes"; here
+// every blocked-switch record is dropped, cmwq.fail_switch_records): the monitor reads its state
 // while items wait, as after a restore, so the item behind still starts
 // once the grace has passed. Without that look nothing would ever count the
 // block.

@@ -31,8 +31,14 @@ namespace cmwq::detail {
 namespace {
 
 // How long the monitor lets meaningless switches gather before it looks
-// again (docs/benchmarks-history.md, "Block detection by context-switch events, and managed unbound pools").
+// again (docs/benchmarks-history.md, "Block detection by context-switch events, and managed unbound pools"):
+// 50 µs after 8 wakeups in a row that changed nothing, doubling with each
+// further one up to 200 µs (the default sampling period). Each wakeup of
+// the monitor preempts a worker, whose switch records wake it again: with
+// a fixed 50 µs it ran about 8,000 times a second on a busy ring of strands
+// (docs/benchmarks.md, "Reading the Asio rows").
 constexpr long DETECT_HOLDOFF_NS = 50000;
+constexpr long DETECT_HOLDOFF_MAX_NS = 200000;
 constexpr int DETECT_HOLDOFF_AFTER = 8; // wakeups in a row that changed nothing
 
 // The arming handshake (lock, cv, armed) is g().monitor, so pools arm the
@@ -590,8 +596,16 @@ void *monitor_thread(void *)
 			// waits at most this long.
 			idle_wakes = n > 0 && !acted ? idle_wakes + 1 : 0;
 			if (idle_wakes >= DETECT_HOLDOFF_AFTER) {
-				timespec ts{0, DETECT_HOLDOFF_NS};
-				nanosleep(&ts, nullptr);
+				int doublings = std::min(idle_wakes - DETECT_HOLDOFF_AFTER, 8);
+				long hold = std::min(DETECT_HOLDOFF_NS << doublings, DETECT_HOLDOFF_MAX_NS);
+				// Not past a switch out whose grace ends sooner.
+				if (uint64_t due = settle_outs(outs, now_ns())) {
+					uint64_t now = now_ns();
+					hold = std::min<long>(hold, due > now ? static_cast<long>(due - now) : 0);
+				}
+				timespec ts{0, hold};
+				if (hold > 0)
+					nanosleep(&ts, nullptr);
 			}
 			uint64_t now = now_ns();
 			sample = params().blocked_sample_us.load(); // it may have changed while waiting
