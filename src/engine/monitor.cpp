@@ -588,7 +588,6 @@ void *monitor_thread(void *)
 			for (auto &d : ds)
 				d.run();
 			ds.clear();
-			(void)settle_outs(outs, now_ns());
 			// A run of switches that meant nothing (preemptions, waits for
 			// a pool lock between items): let them gather for a while
 			// rather than waking for each, which on a busy machine would
