@@ -20,6 +20,8 @@ namespace net = boost::asio;
 #endif
 
 #include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -279,4 +281,52 @@ TEST(asio_budget, a_ring_of_strands_over_cpu_bound_executors_keeps_every_token)
 	base.join();
 	for (int t = 0; t < tokens; t++)
 		EXPECT_EQ(hopped[static_cast<size_t>(t)].load(), hops + 1) << "token " << t;
+}
+
+// fork() in a handler while its thread holds a budget. The child is not a
+// worker (it must _exit or exec, docs/design.md §9: running_in_this_thread()
+// is false there), but it may still copy
+// and drop executors before it goes, which moves counts between its copy
+// of the budget and its copy of the state. None of that reaches the
+// parent: there, the handler's copies count until its item returns, then
+// join() returns, and a tracked copy kept across the fork still holds it.
+TEST(asio_budget, a_fork_in_a_handler_leaves_the_parents_counts_whole)
+{
+	cmwq::workqueue wq("asio_budget_fork", WQ_UNBOUND);
+	cmwq::asio::executor ex(wq);
+	std::unique_ptr<tracked_executor> kept;
+	std::promise<int> child_status;
+	net::post(ex, [&] {
+		std::vector<tracked_executor> held;
+		for (int i = 0; i < 40; i++) // more than a refill: the budget holds counts
+			held.push_back(net::require(ex, net::execution::outstanding_work.tracked));
+		kept = std::make_unique<tracked_executor>(held.front());
+		pid_t pid = ::fork();
+		if (pid == 0) {
+			// The child: more copies than the budget holds, then none.
+			std::vector<tracked_executor> mine(held.begin(), held.end());
+			for (int i = 0; i < 100; i++)
+				mine.push_back(net::require(ex, net::execution::outstanding_work.tracked));
+			mine.clear();
+			held.clear();
+			_exit(ex.running_in_this_thread() ? 3 : 0); // not a worker there
+		}
+		int status = -1;
+		if (pid > 0 && ::waitpid(pid, &status, 0) != pid)
+			status = -1;
+		child_status.set_value(pid < 0 ? -1 : status);
+	});
+	int status = child_status.get_future().get();
+	ASSERT_GE(status, 0) << "fork or waitpid failed";
+	ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	EXPECT_EQ(WEXITSTATUS(status), 0) << "the child counted itself in the parent's item (it is not a worker)";
+	std::thread j;
+	EXPECT_FALSE(joins_within(ex, std::chrono::milliseconds(200), j))
+		<< "join() returned while a tracked copy made before the fork was alive";
+	kept.reset();
+	std::thread j2;
+	EXPECT_TRUE(joins_within(ex, std::chrono::seconds(30), j2))
+		<< "join() still waits after the fork: the handler's budget was not given back";
+	j.join();
+	j2.join();
 }
