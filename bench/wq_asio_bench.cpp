@@ -22,8 +22,11 @@
 //                 [--hops H] [--tokens K] [--clients C] [--round-trips R]
 //                 [--repeat N] [--only TEXT]
 //
-// The lines of a protocol run in alternated rounds, --repeat of them; the
-// best of each line is printed.
+// The lines of a protocol run in alternated rounds, --repeat of them, each
+// round starting one line further on; the best of each line is printed,
+// and the median over the rounds of its ratio to the first line's run in
+// the same round. The first line runs once more as the last ("again"):
+// its ratio is the spread between two runs of the same code.
 #include <cmwq/asio_reactor.hpp>
 #include <cmwq/params.h>
 #include <cmwq/workqueue.hpp>
@@ -46,6 +49,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -233,16 +237,29 @@ double echo_rate(const Ex &ex, const options &o)
 
 // ---- the runs ---------------------------------------------------------------
 
-void line(const char *protocol, const std::string &who, double rate, double base, const char *unit)
+void line(const char *protocol, const std::string &who, double rate, double base, double median, const char *unit)
 {
-	std::printf("%-6s %-52s %12.0f %s  %5.2fx\n", protocol, who.c_str(), rate, unit, base > 0 ? rate / base : 0.0);
+	std::printf("%-6s %-52s %12.0f %s  %5.2fx  (median of rounds %4.2fx)\n", protocol, who.c_str(), rate, unit,
+		    base > 0 ? rate / base : 0.0, median);
 	std::fflush(stdout);
 }
 
+double median_of(std::vector<double> v)
+{
+	if (v.empty())
+		return 0.0;
+	std::sort(v.begin(), v.end());
+	size_t n = v.size();
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 // The lines of one protocol, run in alternated rounds (each line once a
-// round, --repeat rounds) so that a drift of the machine's speed falls on
+// round, --repeat rounds, each round starting one line further on) so that
+// a drift of the machine's speed, and a line's place in the round, fall on
 // every line alike; the best of each is printed, with its ratio to the
-// first line's.
+// first line's best, and the median over the rounds of its ratio to the
+// first line's run of the same round (a drift between rounds cancels out
+// of each round's ratio).
 struct runs {
 	const char *protocol;
 	const char *unit;
@@ -252,14 +269,31 @@ struct runs {
 		if (lines.empty() || wanted(who))
 			lines.emplace_back(std::move(who), std::move(f));
 	}
-	void report(int repeat) const
+	// The first line runs once more as the last, "again": two runs of the
+	// same code, whose ratio shows the spread of this machine in this run.
+	void report(int repeat)
 	{
+		if (!lines.empty() && wanted("again"))
+			lines.emplace_back(lines[0].first + " again", lines[0].second);
 		std::vector<double> best(lines.size(), 0.0);
-		for (int r = 0; r < repeat; r++)
-			for (size_t i = 0; i < lines.size(); i++)
-				best[i] = std::max(best[i], lines[i].second());
+		std::vector<std::vector<double>> ratios(lines.size());
+		size_t n = lines.size();
+		for (int r = 0; r < repeat; r++) {
+			// Each round starts one line further on: a line's place in
+			// the round (the first of a round ran measurably faster on
+			// the 2-vCPU VM, about 3% for two identical lines) falls on
+			// every line alike.
+			std::vector<double> v(n, 0.0);
+			for (size_t k = 0; k < n; k++) {
+				size_t i = (static_cast<size_t>(r) + k) % n;
+				v[i] = lines[i].second();
+				best[i] = std::max(best[i], v[i]);
+			}
+			for (size_t i = 0; i < n && v[0] > 0; i++)
+				ratios[i].push_back(v[i] / v[0]);
+		}
 		for (size_t i = 0; i < lines.size(); i++)
-			line(protocol, lines[i].first, best[i], best[0], unit);
+			line(protocol, lines[i].first, best[i], best[0], median_of(ratios[i]), unit);
 	}
 };
 
@@ -426,7 +460,8 @@ int main(int argc, char **argv)
 	}
 	int n = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
 	std::printf("# wq_asio_bench --protocol %s --threads %d --actor-pools %d --actors %d --hops %ld --tokens %d --clients %d "
-		    "--round-trips %d --repeat %d (best of %d alternated rounds; ratio to the first line of each protocol)\n",
+		    "--round-trips %d --repeat %d (best of %d alternated rounds; ratio to the first line of each protocol; "
+		    "in brackets the median over the rounds of each round's ratio)\n",
 		    o.protocol.c_str(), n, o.actor_pools, o.actors, o.hops, o.tokens, o.clients, o.round_trips, o.repeat, o.repeat);
 	if (o.protocol == "actor" || o.protocol == "all")
 		run_actor(o, n);

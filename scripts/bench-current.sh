@@ -90,14 +90,14 @@ section "The C++ task round trip" \
 asio=$build/bench/wq_asio_bench
 if [[ -x $asio ]]; then
 	bin=$asio section "Asio's programs: the actor ring" \
-		"Asio's actor example (examples/cpp11/executors/actor.cpp): 503 actors, each a strand over an \`any_io_executor\`, one token per actor, each hop a \`defer\` to the next actor; Asio's 16 x \`thread_pool(1)\` with consecutive blocks of 31 actors on one pool (as the example places them) and one \`thread_pool(N)\`; cmwq's executor over one workqueue of each kind, as one executor and as 16 (one in place of each of the example's pools, each with counters of its own; on a per-CPU workqueue each bound to a CPU with \`on_cpu\`, round robin), and the per-CPU 16 once more with \`cmwq.block_detect=sample\` (the blocked-worker detector sampling \`/proc\` instead of reacting to each context switch). The lines run in alternated rounds, the best of each printed." \
+		"Asio's actor example (examples/cpp11/executors/actor.cpp): 503 actors, each a strand over an \`any_io_executor\`, one token per actor, each hop a \`defer\` to the next actor; Asio's 16 x \`thread_pool(1)\` with consecutive blocks of 31 actors on one pool (as the example places them) and one \`thread_pool(N)\`; cmwq's executor over one workqueue of each kind, as one executor and as 16 (one in place of each of the example's pools, each with counters of its own; on a per-CPU workqueue each bound to a CPU with \`on_cpu\`, round robin), and the per-CPU 16 once more with \`cmwq.block_detect=sample\` (the blocked-worker detector sampling \`/proc\` instead of reacting to each context switch). The lines run in alternated rounds, each round starting one line further on; the best of each is printed, and in brackets the median over the rounds of its ratio to the first line's run in the same round." \
 		--protocol actor --hops 5000000 --repeat 5
 	bin=$asio section "Asio's programs: the actor ring, one token" \
 		"The same ring with a single token: every hop waits for the last." \
 		--protocol actor --tokens 1 --hops 1000000 --repeat 3
 	bin=$asio section "Asio's programs: TCP echo" \
-		"A TCP echo server on loopback (Asio's sockets, \`async_read_some\`/\`async_write\`), 8 blocking client threads x 20,000 round trips of 64 bytes; Asio's \`io_context\` run by N threads and \`thread_pool(N)\`, cmwq's executor (completions hop from Asio's reactor thread), then \`cmwq::asio::reactor\` (the reactor run by the workqueue's workers)." \
-		--protocol echo --repeat 5
+		"A TCP echo server on loopback (Asio's sockets, \`async_read_some\`/\`async_write\`), 8 blocking client threads x 20,000 round trips of 64 bytes; Asio's \`io_context\` run by N threads and \`thread_pool(N)\`, cmwq's executor (completions hop from Asio's reactor thread), then \`cmwq::asio::reactor\` (the reactor run by the workqueue's workers). Rounds as for the ring: the median of the rounds' ratios is the steadier figure here, where two runs of one line differ by up to 10%." \
+		--protocol echo --repeat 9
 fi
 
 make_quota_group

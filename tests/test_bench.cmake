@@ -293,11 +293,11 @@ if(TARGET wq_asio_bench)
   set(_asio_lines "")
   foreach(l "16 x asio::thread_pool\\(1\\)" "asio::thread_pool\\(2\\)" "cmwq unbound" "cmwq unbound, 16 executors"
             "cmwq per-CPU" "cmwq per-CPU, 16 executors" "cmwq ordered" "cmwq ordered, 16 executors"
-            "cmwq per-CPU, 16 executors, block_detect=sample")
+            "cmwq per-CPU, 16 executors, block_detect=sample" "16 x asio::thread_pool\\(1\\) again")
     list(APPEND _asio_lines "\nactor  ${l} +[1-9][0-9]* hops/s")
   endforeach()
   foreach(l "asio::io_context on 2 threads" "asio::thread_pool\\(2\\)" "cmwq unbound" "cmwq per-CPU" "cmwq ordered"
-            "cmwq unbound \\+ reactor" "cmwq per-CPU \\+ reactor")
+            "cmwq unbound \\+ reactor" "cmwq per-CPU \\+ reactor" "asio::io_context on 2 threads again")
     list(APPEND _asio_lines "\necho   ${l} +[1-9][0-9]* round trips/s")
   endforeach()
   wq_bench_test(asio_bench_runs_every_line_of_both_protocols
