@@ -258,6 +258,16 @@ uint64_t settle_outs(std::vector<pending_out> &outs, uint64_t now)
 	return next;
 }
 
+// A wait of at most cap ns that ends no later than due (settle_outs' earliest
+// due time; 0: none).
+uint64_t wait_until_due(uint64_t due, uint64_t cap)
+{
+	if (!due)
+		return cap;
+	uint64_t now = now_ns();
+	return std::min(cap, due > now ? due - now : 0);
+}
+
 // One pass over a watched pool. Returns whether it still needs watching.
 // enable_only: sampling is off (cmwq.blocked_sample_us=0); only the
 // context-switch events of running workers are turned on.
@@ -578,10 +588,7 @@ void *monitor_thread(void *)
 					timeout = std::max<uint64_t>(50000ull, params().blocked_window_us.load() * 1000ull);
 				}
 			}
-			if (uint64_t due = settle_outs(outs, now_ns())) {
-				uint64_t now = now_ns();
-				timeout = std::min(timeout, due > now ? due - now : 0);
-			}
+			timeout = wait_until_due(settle_outs(outs, now_ns()), timeout);
 			int acted = 0;
 			int n = detect_wait(timeout,
 					    [&](worker *w, bool blocked) { acted += on_switch(w, blocked, ds, outs); });
@@ -598,10 +605,8 @@ void *monitor_thread(void *)
 				int doublings = std::min(idle_wakes - DETECT_HOLDOFF_AFTER, 8);
 				long hold = std::min(DETECT_HOLDOFF_NS << doublings, DETECT_HOLDOFF_MAX_NS);
 				// Not past a switch out whose grace ends sooner.
-				if (uint64_t due = settle_outs(outs, now_ns())) {
-					uint64_t now = now_ns();
-					hold = std::min<long>(hold, due > now ? static_cast<long>(due - now) : 0);
-				}
+				hold = static_cast<long>(
+					wait_until_due(settle_outs(outs, now_ns()), static_cast<uint64_t>(hold)));
 				timespec ts{0, hold};
 				if (hold > 0)
 					nanosleep(&ts, nullptr);
@@ -619,11 +624,8 @@ void *monitor_thread(void *)
 			// pass (note_out) still wait for their grace.
 			uint64_t due = settle_outs(outs, now_ns());
 			unique_lock lk(m.lock);
-			uint64_t wait_ns = m.armed && sample ? std::max(50u, sample) * 1000ull : until_watchdog;
-			if (due) {
-				uint64_t now = now_ns();
-				wait_ns = std::min(wait_ns, due > now ? due - now : 0);
-			}
+			uint64_t wait_ns =
+				wait_until_due(due, m.armed && sample ? std::max(50u, sample) * 1000ull : until_watchdog);
 			m.cv.wait_for(lk, std::chrono::nanoseconds(wait_ns));
 			armed = m.armed;
 			m.armed = false;
