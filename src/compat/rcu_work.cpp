@@ -7,6 +7,8 @@
 // engine itself never depends on an RCU library.
 #include "engine/engine.h"
 
+#include <utility>
+
 using namespace cmwq::detail;
 
 namespace {
@@ -147,12 +149,23 @@ bool queue_rcu_work(workqueue_struct *wq, rcu_work *rwork)
 		do_queue_work(WORK_CPU_UNBOUND, wq, &rwork->work);
 		return true;
 	}
+	// The grace-period workqueue is made on first use outside s.lock:
+	// alloc_workqueue takes the engine's locks, which fork's prepare
+	// handler holds when it takes s.lock (a leaf there). Made under it, a
+	// fork during the first queue_rcu_work deadlocked the two threads.
+	bool have;
+	{
+		lock_guard lk(s.lock);
+		have = s.wq != nullptr;
+	}
+	workqueue_struct *made =
+		have ? nullptr : alloc_workqueue("cmwq_rcu_gp", WQ_UNBOUND | __WQ_ORDERED | WQ_MEM_RECLAIM, 1);
 	bool kick;
 	workqueue_struct *gwq;
 	{
 		lock_guard lk(s.lock);
-		if (!s.wq) {
-			s.wq = alloc_workqueue("cmwq_rcu_gp", WQ_UNBOUND | __WQ_ORDERED | WQ_MEM_RECLAIM, 1);
+		if (!s.wq && made) {
+			s.wq = std::exchange(made, nullptr);
 			INIT_WORK(&s.gp, gp_fn);
 			cmwq_set_work_name(&s.gp, "cmwq_rcu_grace_period");
 		}
@@ -171,6 +184,8 @@ bool queue_rcu_work(workqueue_struct *wq, rcu_work *rwork)
 			gwq = s.wq;
 		}
 	}
+	if (made)
+		destroy_workqueue(made); // another thread's was installed first
 	if (!gwq)
 		do_queue_work(WORK_CPU_UNBOUND, wq, &rwork->work);
 	else if (kick)
