@@ -32,6 +32,7 @@ namespace net = boost::asio;
 
 #include <cmwq/params.h>
 
+#include <array>
 #include <atomic>
 #include <future>
 #include <memory>
@@ -387,4 +388,33 @@ TEST(asio_executor, dispatch_from_another_workqueues_item_queues)
 	auto t = cmwq::submit(other, [&] { return ex.running_in_this_thread(); });
 	EXPECT_FALSE(t.get());
 	ex.join();
+}
+
+// running_in_this_thread() reads the thread's chain first (no call into the
+// library on the path of an inline completion): in a handler it is true
+// for any executor of the same workqueue, another state included, and
+// false for one of another workqueue, also when that one's handler is
+// what runs here; a plain item of the workqueue still counts.
+TEST(asio_executor, running_in_this_thread_names_the_workqueue_not_the_executor)
+{
+	cmwq::workqueue wq("asio_rt_mine", WQ_UNBOUND);
+	cmwq::workqueue other("asio_rt_other", WQ_UNBOUND);
+	cmwq::asio::executor ex(wq), twin(wq), away(other);
+	std::promise<std::array<bool, 4>> in_ex, in_away;
+	net::post(ex, [&] {
+		in_ex.set_value({ex.running_in_this_thread(), twin.running_in_this_thread(),
+				 away.running_in_this_thread(), net::require(twin, net::execution::blocking.never)
+									.running_in_this_thread()});
+	});
+	net::post(away, [&] {
+		in_away.set_value({ex.running_in_this_thread(), twin.running_in_this_thread(),
+				   away.running_in_this_thread(), false});
+	});
+	EXPECT_EQ(in_ex.get_future().get(), (std::array<bool, 4>{true, true, false, true}));
+	EXPECT_EQ(in_away.get_future().get(), (std::array<bool, 4>{false, false, true, false}));
+	auto plain = cmwq::submit(wq, [&] { return twin.running_in_this_thread() && !away.running_in_this_thread(); });
+	EXPECT_TRUE(plain.get());
+	EXPECT_FALSE(ex.running_in_this_thread()); // the test's own thread
+	ex.join();
+	away.join();
 }

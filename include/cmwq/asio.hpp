@@ -82,7 +82,10 @@ public:
 		: basic_executor(wq.native(), name)
 	{
 	}
-	basic_executor(const basic_executor &o) noexcept : s_(o.s_), alloc_(o.alloc_), bits_(o.bits_) { track(); }
+	basic_executor(const basic_executor &o) noexcept
+		: s_(o.s_.copy_for(o.bits_ & detail::TRACKED)), alloc_(o.alloc_), bits_(o.bits_)
+	{
+	}
 	basic_executor(basic_executor &&o) noexcept
 		: s_(std::move(o.s_)), alloc_(std::move(o.alloc_)), bits_(std::exchange(o.bits_, 0u))
 	{
@@ -108,7 +111,7 @@ public:
 		}
 		return *this;
 	}
-	~basic_executor() { untrack(); }
+	~basic_executor() { s_.reset_for(bits_ & detail::TRACKED); }
 
 	workqueue_struct *native() const noexcept { return s_ ? s_->wq : nullptr; }
 
@@ -285,10 +288,15 @@ public:
 		queue(std::forward<F>(f), true);
 	}
 
-	// true inside a work item of this executor's workqueue.
+	// true inside a work item of this executor's workqueue. In an item of
+	// an executor (or a reactor's runner) the thread's chain names the
+	// workqueue, which spares the call into the library on the path of
+	// every completion that runs inline.
 	bool running_in_this_thread() const noexcept
 	{
-		return s_ && s_->wq && cmwq_current_workqueue() == s_->wq;
+		if (!s_ || !s_->wq)
+			return false;
+		return detail::tl_chain.wq == s_->wq || cmwq_current_workqueue() == s_->wq;
 	}
 
 	friend bool operator==(const basic_executor &a, const basic_executor &b) noexcept
@@ -308,7 +316,15 @@ private:
 	{
 		track();
 	}
-	basic_executor with(unsigned bits) const noexcept { return basic_executor(s_, alloc_, bits); }
+	struct counted_t {}; // the state_ptr given holds the new copy's counts already
+	basic_executor(detail::state_ptr s, const Allocator &a, unsigned bits, counted_t) noexcept
+		: s_(std::move(s)), alloc_(a), bits_(bits)
+	{
+	}
+	basic_executor with(unsigned bits) const noexcept
+	{
+		return basic_executor(s_.copy_for(bits & detail::TRACKED), alloc_, bits, counted_t{});
+	}
 	void track() const noexcept
 	{
 		if (s_ && (bits_ & detail::TRACKED))

@@ -17,6 +17,8 @@
 #include <boost/asio/is_executor.hpp>
 #endif
 
+#include <pthread.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -52,6 +54,8 @@ inline net::execution_context &shared_context() noexcept
 
 namespace detail {
 
+void chain_forget_at_fork() noexcept; // below, with the chain
+
 enum : unsigned {
 	BLOCKING_NEVER = 1,
 	BLOCKING_ALWAYS = 2,
@@ -77,6 +81,7 @@ struct shared_state {
 	shared_state(workqueue_struct *w, const char *n) noexcept
 		: wq(w), name(n), chain(w && !(cmwq_workqueue_flags(w) & __WQ_ORDERED))
 	{
+		chain_forget_at_fork();
 	}
 	const std::uint32_t *word() const noexcept { return reinterpret_cast<const std::uint32_t *>(&seq); }
 	void bump() noexcept
@@ -200,6 +205,8 @@ struct chain {
 	// st's slot, taken if free; null when every slot holds another state.
 	budget *slot(shared_state *s) noexcept
 	{
+		if (held[0].st == s)
+			return &held[0]; // the common case: one executor's items
 		budget *free = nullptr;
 		for (budget &b : held) {
 			if (b.st == s)
@@ -211,12 +218,19 @@ struct chain {
 			free->st = s;
 		return free;
 	}
-	// Gives back what the budget holds (of s only, if not null).
-	void settle(shared_state *only = nullptr) noexcept
+	// Gives back what the budget holds (of s only, if not null); with
+	// refs false, the tracked counts only (a reactor's runner keeps its
+	// references, which only keep a state alive, until its item ends).
+	void settle(shared_state *only = nullptr, bool refs = true) noexcept
 	{
 		for (budget &b : held) {
 			if (!b.st || (only && b.st != only))
 				continue;
+			if (!refs) {
+				if (long t = std::exchange(b.tracked, 0))
+					b.st->untrack(t);
+				continue;
+			}
 			budget d = std::exchange(b, budget{});
 			if (d.tracked)
 				d.st->untrack(d.tracked);
@@ -226,6 +240,16 @@ struct chain {
 	}
 };
 inline thread_local chain tl_chain;
+
+// A child forked inside an item is no worker (docs/design.md §9): its copy
+// of the forking thread's chain must not make it look like one (the
+// executor's running_in_this_thread() reads the chain's workqueue first).
+// Registered once, when the first executor state is made.
+inline void chain_forget_at_fork() noexcept
+{
+	static const int registered = pthread_atfork(nullptr, nullptr, [] { tl_chain = chain{}; });
+	(void)registered;
+}
 // An item runs continuations for about chain_share_us (the clock read
 // every chain_clock_every links, so short chains never read it), at most
 // max_chain of them; the rest are queued as items. Well under the CPU-hog
@@ -285,6 +309,47 @@ inline void track_drop(shared_state *s) noexcept
 		s->untrack();
 }
 
+// Both counts of a new copy of an executor of s (its reference and, when
+// tracked, its tracked count), and back: one look-up of the thread's budget
+// for the two.
+inline void counts_take(shared_state *s, bool tracked) noexcept
+{
+	chain &c = tl_chain;
+	budget *b = c.wq ? c.slot(s) : nullptr;
+	if (!b) {
+		s->refs.fetch_add(1, std::memory_order_relaxed);
+		if (tracked)
+			s->tracked.fetch_add(1, std::memory_order_relaxed);
+		return;
+	}
+	if (b->refs == 0) {
+		s->refs.fetch_add(budget_batch, std::memory_order_relaxed);
+		b->refs = budget_batch;
+	}
+	b->refs--;
+	if (tracked) {
+		if (b->tracked == 0) {
+			s->tracked.fetch_add(budget_batch, std::memory_order_relaxed);
+			b->tracked = budget_batch;
+		}
+		b->tracked--;
+	}
+}
+inline void counts_drop(shared_state *s, bool tracked) noexcept
+{
+	chain &c = tl_chain;
+	budget *b = c.wq ? c.slot(s) : nullptr;
+	if (!b) {
+		if (tracked)
+			s->untrack();
+		s->unref(); // last: it may free s
+		return;
+	}
+	b->refs++;
+	if (tracked)
+		b->tracked++;
+}
+
 // A counted reference to a shared_state (executors copy it on every
 // require/prefer; a strand's hop makes several), without shared_ptr's
 // control block and weak count; in an executor's item, from the thread's
@@ -313,6 +378,18 @@ public:
 	{
 		if (p_)
 			ref_drop(p_);
+	}
+	// A copy for an executor (tracked or not), and the end of one.
+	state_ptr copy_for(bool tracked) const noexcept
+	{
+		if (p_)
+			counts_take(p_, tracked);
+		return state_ptr(p_);
+	}
+	void reset_for(bool tracked) noexcept
+	{
+		if (shared_state *p = std::exchange(p_, nullptr))
+			counts_drop(p, tracked);
 	}
 	void swap(state_ptr &o) noexcept { std::swap(p_, o.p_); }
 	shared_state *operator->() const noexcept { return p_; }
@@ -362,8 +439,9 @@ inline bool chain_push(shared_state &st, item_node *n) noexcept
 
 // After the first handler of an item: runs continuations (each may add
 // more) for the item's share, queues the rest as items, ends the chain and
-// gives back the thread's budget.
-inline void chain_run(chain &c) noexcept
+// gives back the thread's budget (its tracked counts only, with refs
+// false).
+inline void chain_run(chain &c, bool refs = true) noexcept
 {
 	using clock = std::chrono::steady_clock;
 	clock::time_point deadline{};
@@ -388,7 +466,7 @@ inline void chain_run(chain &c) noexcept
 	c.st = nullptr;
 	c.cpu = -1;
 	c.head = c.tail = nullptr;
-	c.settle();
+	c.settle(nullptr, refs);
 	while (rest) {
 		item_node *n = rest;
 		rest = n->next;

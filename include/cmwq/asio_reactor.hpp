@@ -110,6 +110,7 @@ private:
 	static constexpr long wait_usec = 50000; // the longest wait of one call
 	static constexpr long item_usec = 2000;  // an item's share, well under the hog threshold
 	static constexpr int handlers_per_item = 256;
+	static constexpr int clock_every = 4; // calls of wait_one between readings of the clock when busy
 
 	void runner_done() noexcept
 	{
@@ -123,11 +124,11 @@ private:
 		reactor *self = r->owner;
 		detail::chain &c = detail::tl_chain;
 		const clock::time_point start = clock::now();
-		for (int ran = 0; ran < handlers_per_item;) {
+		clock::time_point seen = start; // the clock's last reading
+		for (int ran = 0, calls = 1; ran < handlers_per_item; calls++) {
 			if (self->stopping_.load(std::memory_order_acquire))
 				break;
 			std::size_t n = 0;
-			clock::time_point t0 = clock::now();
 			c.wq = self->st_->wq;
 			c.cpu = r->cpu == WORK_CPU_UNBOUND ? -1 : r->cpu;
 			try {
@@ -137,15 +138,20 @@ private:
 				self->st_->keep(std::current_exception());
 				n = 1;
 			}
-			detail::chain_run(c);
-			clock::time_point t1 = clock::now();
-			// Idle for a whole wait, or busy for the item's share:
-			// give the worker back.
-			if ((n == 0 && t1 - t0 >= std::chrono::microseconds(wait_usec / 2)) ||
-			    t1 - start >= std::chrono::microseconds(item_usec))
-				break;
+			detail::chain_run(c, false); // tracked counts back: join() may wait on them
 			ran += static_cast<int>(n);
+			// The clock is read after a wait that ran nothing, and every
+			// clock_every calls: idle for most of a wait since the last
+			// reading, or busy for the item's share, gives the worker back.
+			if (n && calls % clock_every)
+				continue;
+			clock::time_point now = clock::now();
+			if ((n == 0 && now - seen >= std::chrono::microseconds(wait_usec / 2)) ||
+			    now - start >= std::chrono::microseconds(item_usec))
+				break;
+			seen = now;
 		}
+		c.settle(); // the references kept across the calls
 		if (self->stopping_.load(std::memory_order_acquire) ||
 		    !queue_work_on(r->cpu, self->st_->wq, &r->ws))
 			self->runner_done();
