@@ -29,7 +29,8 @@ namespace cmwq::asio {
 // workqueue, queued there); a completion is dispatched from the item that
 // saw it, on the workqueue, so the handler runs inline: no hop, no wakeup,
 // as io_context::run threads do. The items wait in epoll (or for another
-// runner) up to 50 ms and run at most 256 handlers (or 2 ms of handlers) each, then queue
+// runner) up to 50 ms and run at most 256 handlers (or about 2 ms of
+// handlers: the clock is read every fourth one) each, then queue
 // themselves again, so a flush of the workqueue returns and no item
 // counts as a CPU hog. Continuations deferred by a completion handler run
 // in the same item, as for the executor's items.
