@@ -93,18 +93,17 @@ public:
 	basic_executor &operator=(const basic_executor &o) noexcept
 	{
 		if (this != &o) {
-			untrack();
-			s_ = o.s_;
+			s_.reset_for(bits_ & detail::TRACKED);
+			s_ = o.s_.copy_for(o.bits_ & detail::TRACKED);
 			alloc_ = o.alloc_;
 			bits_ = o.bits_;
-			track();
 		}
 		return *this;
 	}
 	basic_executor &operator=(basic_executor &&o) noexcept
 	{
 		if (this != &o) {
-			untrack();
+			s_.reset_for(bits_ & detail::TRACKED);
 			s_ = std::move(o.s_);
 			alloc_ = std::move(o.alloc_);
 			bits_ = std::exchange(o.bits_, 0u);
@@ -246,11 +245,12 @@ public:
 	template <class Other>
 	basic_executor<Other> require(net::execution::allocator_t<Other> a) const noexcept
 	{
-		return basic_executor<Other>(s_, a.value(), bits_);
+		return basic_executor<Other>(s_.copy_for(bits_ & detail::TRACKED), a.value(), bits_);
 	}
 	basic_executor<std::allocator<void>> require(net::execution::allocator_t<void>) const noexcept
 	{
-		return basic_executor<std::allocator<void>>(s_, std::allocator<void>(), bits_);
+		return basic_executor<std::allocator<void>>(s_.copy_for(bits_ & detail::TRACKED), std::allocator<void>(),
+							    bits_);
 	}
 
 	// ---- the Networking TS model ----
@@ -311,29 +311,14 @@ private:
 	friend class basic_executor;
 	friend class reactor;
 
+	// s holds the new copy's counts already (state_ptr::copy_for).
 	basic_executor(detail::state_ptr s, const Allocator &a, unsigned bits) noexcept
-		: s_(std::move(s)), alloc_(a), bits_(bits)
-	{
-		track();
-	}
-	struct counted_t {}; // the state_ptr given holds the new copy's counts already
-	basic_executor(detail::state_ptr s, const Allocator &a, unsigned bits, counted_t) noexcept
 		: s_(std::move(s)), alloc_(a), bits_(bits)
 	{
 	}
 	basic_executor with(unsigned bits) const noexcept
 	{
-		return basic_executor(s_.copy_for(bits & detail::TRACKED), alloc_, bits, counted_t{});
-	}
-	void track() const noexcept
-	{
-		if (s_ && (bits_ & detail::TRACKED))
-			detail::track_take(s_.get());
-	}
-	void untrack() noexcept
-	{
-		if (s_ && (bits_ & detail::TRACKED))
-			detail::track_drop(s_.get());
+		return basic_executor(s_.copy_for(bits & detail::TRACKED), alloc_, bits);
 	}
 
 	// Queues f as one item, never inline; a continuation from a handler of

@@ -260,58 +260,11 @@ constexpr int max_chain = 4096;
 constexpr long chain_share_us = 1000;
 constexpr int chain_clock_every = 16;
 
-// A count for a new copy of an executor of s from the thread's budget
-// (held: which of the budget's counts; count: the shared one it is
-// refilled from), and one given back to it. false outside an executor's
-// item, or when every slot holds another state: the caller counts on the
-// shared atomic itself.
-inline bool budget_take(shared_state *s, long budget::*held, std::atomic<long> shared_state::*count) noexcept
-{
-	chain &c = tl_chain;
-	budget *b = c.wq ? c.slot(s) : nullptr;
-	if (!b)
-		return false;
-	if (b->*held == 0) {
-		(s->*count).fetch_add(budget_batch, std::memory_order_relaxed);
-		b->*held = budget_batch;
-	}
-	(b->*held)--;
-	return true;
-}
-inline bool budget_give(shared_state *s, long budget::*held) noexcept
-{
-	chain &c = tl_chain;
-	budget *b = c.wq ? c.slot(s) : nullptr;
-	if (!b)
-		return false;
-	(b->*held)++;
-	return true;
-}
-// A reference for a new copy, and back; the same for a tracked copy's count.
-inline void ref_take(shared_state *s) noexcept
-{
-	if (!budget_take(s, &budget::refs, &shared_state::refs))
-		s->refs.fetch_add(1, std::memory_order_relaxed);
-}
-inline void ref_drop(shared_state *s) noexcept
-{
-	if (!budget_give(s, &budget::refs))
-		s->unref();
-}
-inline void track_take(shared_state *s) noexcept
-{
-	if (!budget_take(s, &budget::tracked, &shared_state::tracked))
-		s->tracked.fetch_add(1, std::memory_order_relaxed);
-}
-inline void track_drop(shared_state *s) noexcept
-{
-	if (!budget_give(s, &budget::tracked))
-		s->untrack();
-}
-
-// Both counts of a new copy of an executor of s (its reference and, when
-// tracked, its tracked count), and back: one look-up of the thread's budget
-// for the two.
+// The counts of a new copy of an executor of s (its reference and, when
+// tracked, its tracked count), and back, with one look-up of the thread's
+// budget for both: in an executor's item they come from the budget
+// (refilled budget_batch at a time) and go back to it; outside one, or
+// when every slot holds another state, they are the shared atomics.
 inline void counts_take(shared_state *s, bool tracked) noexcept
 {
 	chain &c = tl_chain;
@@ -361,7 +314,7 @@ public:
 	state_ptr(const state_ptr &o) noexcept : p_(o.p_)
 	{
 		if (p_)
-			ref_take(p_);
+			counts_take(p_, false);
 	}
 	state_ptr(state_ptr &&o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
 	state_ptr &operator=(const state_ptr &o) noexcept
@@ -377,7 +330,7 @@ public:
 	~state_ptr()
 	{
 		if (p_)
-			ref_drop(p_);
+			counts_drop(p_, false);
 	}
 	// A copy for an executor (tracked or not), and the end of one.
 	state_ptr copy_for(bool tracked) const noexcept

@@ -94,7 +94,7 @@ public:
 		destroy();
 	}
 
-	executor get_executor() const noexcept { return executor(st_, std::allocator<void>(), 0); }
+	executor get_executor() const noexcept { return executor(st_.copy_for(false), std::allocator<void>(), 0); }
 	// As basic_executor::join for every executor of this reactor.
 	void join() const
 	{
