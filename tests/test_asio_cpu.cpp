@@ -251,6 +251,52 @@ TEST(asio_budget, copies_made_in_handlers_hold_their_state_after_the_item)
 	EXPECT_EQ(ran.load(), 14);
 }
 
+// Tracked copies of more executors' states than a thread's budget has
+// slots, made and destroyed in one handler in turn: each look-up of a
+// state not in the budget gives back the slot used longest ago, counts and
+// all. Every count comes back: join() returns for the executors the
+// handler kept nothing of, and waits for the two it kept a tracked copy
+// of until those are gone (LeakSanitizer: every state is freed).
+TEST(asio_budget, tracked_copies_of_more_states_than_budget_slots_all_come_back)
+{
+	cmwq::workqueue wq("asio_budget_slots", WQ_UNBOUND);
+	std::vector<cmwq::asio::executor> exs;
+	for (int i = 0; i < 7; i++)
+		exs.emplace_back(wq);
+	std::vector<tracked_executor> kept;
+	std::promise<void> made;
+	net::post(exs[0], [&] {
+		std::vector<tracked_executor> live; // one copy of each at a time, then none
+		for (int round = 0; round < 50; round++) {
+			for (auto &e : exs)
+				live.push_back(net::require(e, net::execution::outstanding_work.tracked));
+			for (auto &t : live) {
+				auto copy = t; // from the same slot, then back to it
+				(void)copy;
+			}
+			live.clear();
+		}
+		kept.push_back(net::require(exs[3], net::execution::outstanding_work.tracked));
+		kept.push_back(net::require(exs[6], net::execution::outstanding_work.tracked));
+		made.set_value();
+	});
+	made.get_future().wait();
+	for (int i : {0, 1, 2, 4, 5}) {
+		std::thread j;
+		EXPECT_TRUE(joins_within(exs[static_cast<size_t>(i)], std::chrono::seconds(30), j))
+			<< "executor " << i << ": join() still waits for a count the handler gave back";
+		j.join();
+	}
+	std::thread j3, j6;
+	EXPECT_FALSE(joins_within(exs[3], std::chrono::milliseconds(200), j3))
+		<< "join() returned while a tracked copy of executor 3 was alive";
+	EXPECT_FALSE(joins_within(exs[6], std::chrono::milliseconds(200), j6))
+		<< "join() returned while a tracked copy of executor 6 was alive";
+	kept.clear(); // from this thread: no budget here
+	j3.join();
+	j6.join();
+}
+
 // A strand's hops over executors bound to CPUs, many at once, with copies
 // made in every hop: each token makes every hop once and join() returns.
 TEST(asio_budget, a_ring_of_strands_over_cpu_bound_executors_keeps_every_token)

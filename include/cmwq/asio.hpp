@@ -82,35 +82,24 @@ public:
 		: basic_executor(wq.native(), name)
 	{
 	}
-	basic_executor(const basic_executor &o) noexcept
-		: s_(o.s_.copy_for(o.bits_ & detail::TRACKED)), alloc_(o.alloc_), bits_(o.bits_)
-	{
-	}
+	// Copies and moves carry the counts (state_ptr: a reference, and a
+	// tracked count when tracked).
+	basic_executor(const basic_executor &o) noexcept = default;
 	basic_executor(basic_executor &&o) noexcept
 		: s_(std::move(o.s_)), alloc_(std::move(o.alloc_)), bits_(std::exchange(o.bits_, 0u))
 	{
 	}
-	basic_executor &operator=(const basic_executor &o) noexcept
-	{
-		if (this != &o) {
-			s_.reset_for(bits_ & detail::TRACKED);
-			s_ = o.s_.copy_for(o.bits_ & detail::TRACKED);
-			alloc_ = o.alloc_;
-			bits_ = o.bits_;
-		}
-		return *this;
-	}
+	basic_executor &operator=(const basic_executor &o) noexcept = default;
 	basic_executor &operator=(basic_executor &&o) noexcept
 	{
 		if (this != &o) {
-			s_.reset_for(bits_ & detail::TRACKED);
 			s_ = std::move(o.s_);
 			alloc_ = std::move(o.alloc_);
 			bits_ = std::exchange(o.bits_, 0u);
 		}
 		return *this;
 	}
-	~basic_executor() { s_.reset_for(bits_ & detail::TRACKED); }
+	~basic_executor() = default;
 
 	workqueue_struct *native() const noexcept { return s_ ? s_->wq : nullptr; }
 

@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -185,7 +186,8 @@ inline bool queue_node(workqueue_struct *wq, item_node *n) noexcept
 // back; the item returns what is left when its chain ends. Every budgeted
 // reference is a real one, so a state is never freed while a budget or a
 // copy still holds it; it is freed (and join() sees the tracked count
-// reach 0) when the item that held the last ones returns.
+// reach 0) when the item that held the last ones returns, or earlier when
+// its slot is given back to make room for a fifth state (chain::slot).
 struct budget {
 	shared_state *st = nullptr;
 	long refs = 0;
@@ -202,21 +204,38 @@ struct chain {
 	item_node *tail = nullptr;
 	budget held[budget_slots];
 
-	// st's slot, taken if free; null when every slot holds another state.
+	// s's slot, moved to the front (where counts_take and counts_drop look
+	// first: a handler's copies are all of its own executor's state); a
+	// free slot, or the one used longest ago, given back first, when no
+	// slot holds s yet. A chain whose continuations cross executors (a
+	// ring over several) keeps its counts off the shared atomics.
 	budget *slot(shared_state *s) noexcept
 	{
-		if (held[0].st == s)
-			return &held[0]; // the common case: one executor's items
-		budget *free = nullptr;
-		for (budget &b : held) {
-			if (b.st == s)
-				return &b;
-			if (!b.st && !free)
-				free = &b;
+		int i = 0;
+		while (i < budget_slots && held[i].st != s)
+			i++;
+		if (i == budget_slots) {
+			i = 0;
+			while (i < budget_slots - 1 && held[i].st)
+				i++;
+			give_back(held[i]);
+			held[i].st = s;
 		}
-		if (free)
-			free->st = s;
-		return free;
+		if (i > 0) {
+			budget b = held[i];
+			for (; i > 0; i--)
+				held[i] = held[i - 1];
+			held[0] = b;
+		}
+		return &held[0];
+	}
+	static void give_back(budget &b) noexcept
+	{
+		budget d = std::exchange(b, budget{});
+		if (d.tracked)
+			d.st->untrack(d.tracked);
+		if (d.refs)
+			d.st->unref(d.refs);
 	}
 	// Gives back what the budget holds (of s only, if not null); with
 	// refs false, the tracked counts only (a reactor's runner keeps its
@@ -231,11 +250,7 @@ struct chain {
 					b.st->untrack(t);
 				continue;
 			}
-			budget d = std::exchange(b, budget{});
-			if (d.tracked)
-				d.st->untrack(d.tracked);
-			if (d.refs)
-				d.st->unref(d.refs);
+			give_back(b);
 		}
 	}
 };
@@ -261,14 +276,16 @@ constexpr long chain_share_us = 1000;
 constexpr int chain_clock_every = 16;
 
 // The counts of a new copy of an executor of s (its reference and, when
-// tracked, its tracked count), and back, with one look-up of the thread's
-// budget for both: in an executor's item they come from the budget
-// (refilled budget_batch at a time) and go back to it; outside one, or
-// when every slot holds another state, they are the shared atomics.
-inline void counts_take(shared_state *s, bool tracked) noexcept
+// tracked, its tracked count), and back: in an executor's item they come
+// from the thread's budget (refilled budget_batch at a time) and go back
+// to it; outside one they are the shared atomics. The common case (the
+// budget's first slot holds s and has the counts) is inline, a few
+// instructions and no call; the rest is out of line, so a copy's
+// constructor and destructor stay small.
+[[gnu::noinline]] inline void counts_take_slow(shared_state *s, bool tracked) noexcept
 {
 	chain &c = tl_chain;
-	budget *b = c.wq ? c.slot(s) : nullptr;
+	budget *b = c.wq ? c.slot(s) : nullptr; // outside an item: the atomics
 	if (!b) {
 		s->refs.fetch_add(1, std::memory_order_relaxed);
 		if (tracked)
@@ -288,10 +305,10 @@ inline void counts_take(shared_state *s, bool tracked) noexcept
 		b->tracked--;
 	}
 }
-inline void counts_drop(shared_state *s, bool tracked) noexcept
+[[gnu::noinline]] inline void counts_drop_slow(shared_state *s, bool tracked) noexcept
 {
 	chain &c = tl_chain;
-	budget *b = c.wq ? c.slot(s) : nullptr;
+	budget *b = c.wq ? c.slot(s) : nullptr; // outside an item: the atomics
 	if (!b) {
 		if (tracked)
 			s->untrack();
@@ -302,21 +319,50 @@ inline void counts_drop(shared_state *s, bool tracked) noexcept
 	if (tracked)
 		b->tracked++;
 }
+inline void counts_take(shared_state *s, bool tracked) noexcept
+{
+	chain &c = tl_chain;
+	budget &b = c.held[0];
+	if (c.wq && b.st == s && b.refs > 0 && (!tracked || b.tracked > 0)) {
+		b.refs--;
+		b.tracked -= tracked;
+		return;
+	}
+	counts_take_slow(s, tracked);
+}
+inline void counts_drop(shared_state *s, bool tracked) noexcept
+{
+	chain &c = tl_chain;
+	budget &b = c.held[0];
+	if (c.wq && b.st == s) {
+		b.refs++;
+		b.tracked += tracked;
+		return;
+	}
+	counts_drop_slow(s, tracked);
+}
 
-// A counted reference to a shared_state (executors copy it on every
-// require/prefer; a strand's hop makes several), without shared_ptr's
-// control block and weak count; in an executor's item, from the thread's
-// budget (chain::held).
+// A counted reference to a shared_state, and with it a tracked count when
+// the executor that holds it is tracked (outstanding_work.tracked); the
+// tracked bit is the pointer's low bit. Executors copy it on every
+// require/prefer, a strand's hop several times; in an executor's item the
+// counts come from the thread's budget (chain::held). Without
+// shared_ptr's control block and weak count; destroying an empty one (a
+// moved-from executor, as Asio leaves several a hop) is a test and a
+// return.
 class state_ptr {
 public:
 	state_ptr() noexcept = default;
-	static state_ptr make(workqueue_struct *wq, const char *name) { return state_ptr(new shared_state(wq, name)); }
-	state_ptr(const state_ptr &o) noexcept : p_(o.p_)
+	static state_ptr make(workqueue_struct *wq, const char *name)
 	{
-		if (p_)
-			counts_take(p_, false);
+		return state_ptr(new shared_state(wq, name), false);
 	}
-	state_ptr(state_ptr &&o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+	state_ptr(const state_ptr &o) noexcept : v_(o.v_)
+	{
+		if (v_)
+			counts_take(get(), tracked());
+	}
+	state_ptr(state_ptr &&o) noexcept : v_(std::exchange(o.v_, 0)) {}
 	state_ptr &operator=(const state_ptr &o) noexcept
 	{
 		state_ptr(o).swap(*this);
@@ -329,30 +375,31 @@ public:
 	}
 	~state_ptr()
 	{
-		if (p_)
-			counts_drop(p_, false);
+		if (v_)
+			counts_drop(get(), tracked());
 	}
-	// A copy for an executor (tracked or not), and the end of one.
+	// A copy that holds a tracked count, or not.
 	state_ptr copy_for(bool tracked) const noexcept
 	{
-		if (p_)
-			counts_take(p_, tracked);
-		return state_ptr(p_);
+		if (!v_)
+			return state_ptr();
+		counts_take(get(), tracked);
+		return state_ptr(get(), tracked);
 	}
-	void reset_for(bool tracked) noexcept
-	{
-		if (shared_state *p = std::exchange(p_, nullptr))
-			counts_drop(p, tracked);
-	}
-	void swap(state_ptr &o) noexcept { std::swap(p_, o.p_); }
-	shared_state *operator->() const noexcept { return p_; }
-	shared_state &operator*() const noexcept { return *p_; }
-	shared_state *get() const noexcept { return p_; }
-	explicit operator bool() const noexcept { return p_ != nullptr; }
+	void swap(state_ptr &o) noexcept { std::swap(v_, o.v_); }
+	shared_state *get() const noexcept { return reinterpret_cast<shared_state *>(v_ & ~tracked_bit); }
+	bool tracked() const noexcept { return v_ & tracked_bit; }
+	shared_state *operator->() const noexcept { return get(); }
+	shared_state &operator*() const noexcept { return *get(); }
+	explicit operator bool() const noexcept { return v_ != 0; }
 
 private:
-	explicit state_ptr(shared_state *p) noexcept : p_(p) {}
-	shared_state *p_ = nullptr;
+	static constexpr std::uintptr_t tracked_bit = 1;
+	state_ptr(shared_state *p, bool tracked) noexcept
+		: v_(reinterpret_cast<std::uintptr_t>(p) | (tracked ? tracked_bit : 0))
+	{
+	}
+	std::uintptr_t v_ = 0;
 };
 
 
