@@ -57,6 +57,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -79,7 +80,18 @@ struct options {
 };
 
 const options *opts = nullptr;
-bool wanted(const std::string &who) { return opts->only.empty() || who.find(opts->only) != std::string::npos; }
+// The label contains --only's text; a text ending in '$' must end the
+// label ("cmwq per-CPU, 16 executors$" is not the block_detect=sample line).
+bool wanted(const std::string &who)
+{
+	const std::string &t = opts->only;
+	if (t.empty())
+		return true;
+	if (t.back() != '$')
+		return who.find(t) != std::string::npos;
+	std::string_view end(t.data(), t.size() - 1);
+	return who.size() >= end.size() && std::string_view(who).substr(who.size() - end.size()) == end;
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t0)
 {
@@ -451,7 +463,7 @@ int main(int argc, char **argv)
 	app.add_option("--clients", o.clients, "echo clients")->check(CLI::Range(1, 4096));
 	app.add_option("--round-trips", o.round_trips, "round trips per client")->check(CLI::Range(1, 100000000));
 	app.add_option("--repeat", o.repeat, "rounds: each line runs once a round, the best is printed")->check(CLI::Range(1, 100));
-	app.add_option("--only", o.only, "run only the lines whose label contains this text (the first line of each protocol still runs, for the ratio)");
+	app.add_option("--only", o.only, "run only the lines whose label contains this text, or ends with it when it ends with $ (the first line of each protocol still runs, for the ratio)");
 	CLI11_PARSE(app, argc, argv);
 	opts = &o;
 	if (o.tokens > o.actors) {

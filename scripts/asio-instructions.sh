@@ -9,7 +9,9 @@
 #
 # Each line's count is the slope between two sizes (so start-up cancels
 # out): the first line of the protocol (Asio's own pool) alone, then the
-# first line with the one line matching TEXT. Under callgrind threads take
+# first line with the one line matching TEXT (as wq_asio_bench's --only:
+# contained in the label, or ending it when TEXT ends with $, as in
+# "cmwq per-CPU, 16 executors$"). Under callgrind threads take
 # turns and time runs about 50 times slower, so a reactor's runners give
 # their items back more often than in a timed run (the library's share of
 # the count is larger here), and how a ring's tokens meet varies from run
@@ -26,7 +28,7 @@ while [[ $# -gt 0 ]]; do
 	--protocol) protocol=$2; shift 2 ;;
 	--only) only=$2; shift 2 ;;
 	--) shift; extra=("$@"); break ;;
-	-h | --help) sed -n '2,19p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,21p' "$0"; exit 0 ;;
 	-*) echo "asio-instructions.sh: unknown option $1 (--protocol echo|actor, --only TEXT)" >&2; exit 2 ;;
 	*) bench=$1; shift ;;
 	esac

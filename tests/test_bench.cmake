@@ -304,6 +304,12 @@ if(TARGET wq_asio_bench)
     BIN wq_asio_bench
     ARGS "--protocol all --threads 2 --hops 2000 --actors 40 --clients 2 --round-trips 50 --repeat 1"
     STDOUT ${_asio_lines})
+  # --only with a text ending in $: the first line and the one whose label
+  # ends with it, not the block_detect=sample line that also contains it.
+  wq_bench_test(asio_bench_only_with_a_dollar_takes_the_label_that_ends_so
+    BIN wq_asio_bench
+    ARGS "--protocol actor --threads 2 --hops 2000 --actors 40 --repeat 1 --only 'cmwq per-CPU, 16 executors$'"
+    STDOUT "\nactor  16 x asio::thread_pool\\(1\\) +[1-9][0-9]* hops/s[^\n]*\nactor  cmwq per-CPU, 16 executors +[1-9][0-9]* hops/s[^\n]*\n*$")
   wq_bench_test(asio_bench_refuses_more_tokens_than_actors
     BIN wq_asio_bench
     ARGS "--protocol actor --actors 4 --tokens 5"
