@@ -28,7 +28,7 @@ while [[ $# -gt 0 ]]; do
 	--protocol) protocol=$2; shift 2 ;;
 	--only) only=$2; shift 2 ;;
 	--) shift; extra=("$@"); break ;;
-	-h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,19p' "$0"; exit 0 ;;
 	-*) echo "asio-instructions.sh: unknown option $1 (--protocol echo|actor, --only TEXT)" >&2; exit 2 ;;
 	*) bench=$1; shift ;;
 	esac
