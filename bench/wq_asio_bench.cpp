@@ -89,8 +89,7 @@ bool wanted(const std::string &who)
 		return true;
 	if (t.back() != '$')
 		return who.find(t) != std::string::npos;
-	std::string_view end(t.data(), t.size() - 1);
-	return who.size() >= end.size() && std::string_view(who).substr(who.size() - end.size()) == end;
+	return std::string_view(who).ends_with(std::string_view(t).substr(0, t.size() - 1));
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0)
