@@ -298,10 +298,31 @@ void thread_hooks_stop(cmwq_thread_kind kind, const cmwq_thread_hooks &mine)
 	hooked_threads.fetch_sub(1);
 }
 
+// The monitor runs as SCHED_BATCH when it would run as SCHED_OTHER: a
+// batch thread's wakeup never preempts the thread running on the CPU, so
+// the monitor's wakeups for the switch records of workers that keep
+// running (a preemption, a wait of moments) stop costing those workers a
+// switch, whose records would wake it again. When a worker blocks, its CPU
+// is free and the monitor runs there at once; behind a busy thread it
+// waits for the scheduler's next pick, as long as a woken worker would.
+// Set before the program's start hook, which may choose otherwise; the
+// threads the monitor starts get SCHED_OTHER back (spawn_thread).
+constinit thread_local bool tl_made_batch = false;
+
+static void monitor_policy()
+{
+	if (sched_getscheduler(0) != SCHED_OTHER)
+		return; // the program's choice, inherited: kept
+	sched_param sp{};
+	tl_made_batch = sched_setscheduler(0, SCHED_BATCH, &sp) == 0;
+}
+
 static void *thread_trampoline(void *p)
 {
 	auto *start = static_cast<thread_start *>(p);
 	thread_start st{start->kind, start->fn, start->arg, {}};
+	if (st.kind == CMWQ_THREAD_MONITOR)
+		monitor_policy();
 	// glibc attaches the thread's malloc arena at its first malloc and may
 	// read /sys/devices/system/cpu/online then (one descriptor, for a
 	// moment): done here, in the spare's slot its creator lent
@@ -333,6 +354,14 @@ int spawn_thread(cmwq_thread_kind kind, void *(*fn)(void *), void *arg)
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (tl_made_batch && sched_getscheduler(0) == SCHED_BATCH) {
+		// Started by the monitor: the policy it had before it made
+		// itself a batch thread, not the batch one.
+		sched_param sp{};
+		pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+		pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
+		pthread_attr_setschedparam(&attr, &sp);
+	}
 	// As the kernel's create_worker, the caller returns once the thread
 	// runs; meanwhile the spare's slot is the new thread's.
 	int rc = with_spare_lent([&] {

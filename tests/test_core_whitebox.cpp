@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include <sched.h>
 #include <unistd.h>
 
 using namespace std::chrono_literals;
@@ -147,6 +148,39 @@ TEST(idle, the_monitor_sleeps_a_watchdog_period_once_the_engine_is_idle)
 	uint64_t woke = d::monitor_wakeups() - before;
 	EXPECT_LE(woke, 2u) << "the idle monitor woke " << woke << " times in 3 s";
 	destroy_workqueue(wq);
+}
+
+// The monitor makes itself a SCHED_BATCH thread (sys.cpp); a thread it
+// starts (a worker for a CPU that came back, say) must not inherit that:
+// it gets SCHED_OTHER, the policy the monitor had. A program's own
+// SCHED_BATCH thread is the program's choice: what it starts inherits it.
+// Bug caught: without the explicit policy the first spawn inherits
+// SCHED_BATCH.
+TEST(thread_policy, a_thread_the_monitor_starts_gets_sched_other_back)
+{
+	static std::atomic<int> child{-1};
+	auto spawn_and_read = [] {
+		child = -1;
+		EXPECT_EQ(d::spawn_thread(
+				  CMWQ_THREAD_CONTROL,
+				  [](void *) -> void * {
+					  child = sched_getscheduler(0);
+					  return nullptr;
+				  },
+				  nullptr),
+			  0);
+		EXPECT_TRUE(wait_until([] { return child.load() != -1; }, 10000ms));
+		return child.load();
+	};
+	std::thread t([&] {
+		sched_param sp{};
+		ASSERT_EQ(sched_setscheduler(0, SCHED_BATCH, &sp), 0);
+		d::tl_made_batch = true; // as on the monitor
+		EXPECT_EQ(spawn_and_read(), SCHED_OTHER);
+		d::tl_made_batch = false; // a program's batch thread
+		EXPECT_EQ(spawn_and_read(), SCHED_BATCH);
+	});
+	t.join();
 }
 
 // The cgroup CPU quota, from a fake /proc/self/cgroup and cgroup tree:

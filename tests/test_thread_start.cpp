@@ -3,8 +3,10 @@
 // and started once creation succeeds; a WQ_MEM_RECLAIM workqueue whose
 // rescuer cannot start is not created. Failures are injected through
 // cmwq.fail_thread_creation (a process under RLIMIT_NPROC sees EAGAIN the
-// same way, but root ignores that limit). Each test runs in its own process
-// (ctest), so the timer thread is not running yet when the test starts.
+// same way, but root ignores that limit). Then the program's thread hooks,
+// and the library threads' scheduling policies. Each test runs in its own
+// process (ctest), so the timer thread is not running yet when the test
+// starts.
 #include <gtest/gtest.h>
 
 #include <cmwq/linux/timer.h>
@@ -14,12 +16,15 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 
 #include "test_util.hpp"
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -241,5 +246,91 @@ TEST(thread_hooks, start_and_stop_run_on_every_library_thread_that_runs_program_
 	// A thread that ends runs stop: the rescuer, with its workqueue.
 	destroy_workqueue(wq);
 	EXPECT_TRUE(wait_until([] { return stops[CMWQ_THREAD_RESCUER].load() == 1; }, 10000ms));
+	EXPECT_EQ(cmwq_set_thread_hooks(nullptr), -EBUSY);
+}
+
+// ---- scheduling policies ----------------------------------------------------
+
+namespace {
+// The threads of this process by name: their scheduling policies.
+std::multimap<std::string, int> policies()
+{
+	std::multimap<std::string, int> out;
+	if (DIR *d = opendir("/proc/self/task")) {
+		while (dirent *e = readdir(d)) {
+			if (e->d_name[0] == '.')
+				continue;
+			std::string comm;
+			std::getline(std::ifstream(std::string("/proc/self/task/") + e->d_name + "/comm"), comm);
+			out.emplace(comm, sched_getscheduler(std::atoi(e->d_name)));
+		}
+		closedir(d);
+	}
+	return out;
+}
+
+bool has_thread(const char *name)
+{
+	return policies().count(name) > 0;
+}
+
+void other_for_monitor(cmwq_thread_kind kind, void *)
+{
+	if (kind != CMWQ_THREAD_MONITOR)
+		return;
+	sched_param sp{};
+	sched_setscheduler(0, SCHED_OTHER, &sp);
+}
+} // namespace
+
+// The monitor's wakeups must not preempt the workers it watches
+// (docs/design.md §3.3): it runs as SCHED_BATCH. Every other library
+// thread keeps the program's policy (SCHED_OTHER here).
+TEST(thread_policy, the_monitor_is_a_batch_thread_and_the_others_are_not)
+{
+	ASSERT_EQ(sched_getscheduler(0), SCHED_OTHER);
+	workqueue_struct *wq = alloc_workqueue("policy_percpu", WQ_PERCPU, 0);
+	ASSERT_NE(wq, nullptr);
+	static work_struct w;
+	INIT_WORK(&w, count_fn);
+	ASSERT_TRUE(queue_work(wq, &w));
+	flush_work(&w);
+	static timer_list t;
+	static std::atomic<bool> fired{false};
+	timer_setup(&t, [](timer_list *) { fired = true; }, 0);
+	mod_timer(&t, jiffies + 1);
+	ASSERT_TRUE(wait_until([] { return fired.load() && has_thread("cmwq/monitor"); }, 10000ms));
+	int seen = 0;
+	for (auto &[name, policy] : policies()) {
+		if (name == "cmwq/monitor") {
+			EXPECT_EQ(policy, SCHED_BATCH) << name;
+			seen++;
+		} else if (name.rfind("kworker/", 0) == 0 || name == "cmwq/timer") {
+			EXPECT_EQ(policy, SCHED_OTHER) << name;
+			seen++;
+		}
+	}
+	EXPECT_GE(seen, 3) << "the monitor, the timer thread and a worker";
+	destroy_workqueue(wq);
+}
+
+// The policy is set before the program's start hook runs, so the hook has
+// the last word: here it puts the monitor back to SCHED_OTHER.
+TEST(thread_policy, a_start_hook_may_choose_the_monitors_policy)
+{
+	cmwq_thread_hooks hooks{other_for_monitor, nullptr, nullptr};
+	ASSERT_EQ(cmwq_set_thread_hooks(&hooks), 0) << "no library thread runs yet";
+	workqueue_struct *wq = alloc_workqueue("policy_hook", WQ_PERCPU, 0);
+	ASSERT_NE(wq, nullptr);
+	static work_struct w;
+	INIT_WORK(&w, count_fn);
+	ASSERT_TRUE(queue_work(wq, &w));
+	flush_work(&w);
+	ASSERT_TRUE(wait_until([] { return has_thread("cmwq/monitor"); }, 10000ms));
+	auto all = policies();
+	auto m = all.find("cmwq/monitor");
+	ASSERT_NE(m, all.end());
+	EXPECT_EQ(m->second, SCHED_OTHER);
+	destroy_workqueue(wq);
 	EXPECT_EQ(cmwq_set_thread_hooks(nullptr), -EBUSY);
 }

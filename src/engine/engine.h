@@ -99,6 +99,10 @@ void apply_nice(int nice);
 // (<cmwq/threads.h>); 0 or the errno (never throws).
 // cmwq.fail_thread_creation injects failures for tests.
 int spawn_thread(cmwq_thread_kind kind, void *(*fn)(void *), void *arg);
+// True on the monitor when the library made it a SCHED_BATCH thread (it
+// would have run as SCHED_OTHER); the threads it starts then get
+// SCHED_OTHER back instead of inheriting the batch policy.
+extern constinit thread_local bool tl_made_batch;
 // Context: the new thread itself, first and last thing. The program's
 // start hook (mine: the hooks in effect, kept for stop) and its stop hook,
 // for a library thread not started by spawn_thread.
