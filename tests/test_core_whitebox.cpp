@@ -151,11 +151,11 @@ TEST(idle, the_monitor_sleeps_a_watchdog_period_once_the_engine_is_idle)
 }
 
 // The monitor makes itself a SCHED_BATCH thread (sys.cpp); a thread it
-// starts (a worker for a CPU that came back, say) must not inherit that:
-// it gets SCHED_OTHER, the policy the monitor had. A program's own
-// SCHED_BATCH thread is the program's choice: what it starts inherits it.
-// Bug caught: without the explicit policy the first spawn inherits
-// SCHED_BATCH.
+// starts (a pool's worker, when its kick finds the pool has none) must not
+// inherit that: it gets SCHED_OTHER, the policy the monitor had. A
+// program's own SCHED_BATCH thread is the program's choice: what it starts
+// inherits it. Bug caught: without the explicit policy the first spawn
+// inherits SCHED_BATCH.
 TEST(thread_policy, a_thread_the_monitor_starts_gets_sched_other_back)
 {
 	static std::atomic<int> child{-1};
