@@ -12,7 +12,8 @@
 // progress pay nothing: an event is enabled only while its worker runs an
 // item with more waiting behind it (the worker enables its own before the
 // function runs; the monitor enables those of workers already running when
-// items arrive later) and is disabled when the worker goes idle.
+// items arrive later) and is disabled when the worker starts an item with
+// nothing waiting behind it, or goes idle.
 //
 // What the monitor does with a switch is monitor.cpp's business; this file
 // only says, under D, which worker switched and whether it now blocks.
@@ -380,20 +381,29 @@ void detect_enable_self(worker *w)
 		ioctl(w->perf_fd.load(std::memory_order_acquire), PERF_EVENT_IOC_ENABLE, 0);
 }
 
+bool detect_quiet_self(worker *w)
+{
+	if (!w->perf_on.load(std::memory_order_relaxed))
+		return false;
+	// Under D, as detect_enable: the monitor may be enabling this event
+	// for the item that just ended. Unlocked, its exchange and ioctl could
+	// fall between this exchange and this ioctl, leaving perf_on set on a
+	// disabled event: no worker or monitor would enable it again, and the
+	// next block would go unseen.
+	lock_guard lk(det().lock);
+	if (!w->perf_on.exchange(false))
+		return false;
+	ioctl(w->perf_fd.load(std::memory_order_acquire), PERF_EVENT_IOC_DISABLE, 0);
+	w->event_used = true; // it was needed in this busy period
+	return true;
+}
+
 void detect_disable_self(worker *w)
 {
-	if (w->perf_on.load(std::memory_order_relaxed)) {
-		// Under D, as detect_enable: the monitor may be enabling this
-		// event for the item that just ended. Unlocked, its exchange and
-		// ioctl could fall between this exchange and this ioctl, leaving
-		// perf_on set on a disabled event: no worker or monitor would
-		// enable it again, and the next block would go unseen.
-		lock_guard lk(det().lock);
-		if (w->perf_on.exchange(false)) {
-			ioctl(w->perf_fd.load(std::memory_order_acquire), PERF_EVENT_IOC_DISABLE, 0);
-			w->event_unneeded = 0;
-			return;
-		}
+	if (detect_quiet_self(w) || w->event_used) {
+		w->event_used = false;
+		w->event_unneeded = 0;
+		return;
 	}
 	// Not enabled during this busy period. An event left open would cost
 	// every switch of the thread; after cmwq.block_event_idle_runs such

@@ -303,7 +303,8 @@ int detect_set_mode(int requested);
 const char *block_mode_name(int m);
 // Context: the worker's own thread, no lock. Its event: opened on first
 // need (before an item that others wait behind; or by the monitor,
-// detect_open_for), enabled then, disabled when it goes idle, closed after
+// detect_open_for), enabled then, disabled when it starts an item with
+// nothing behind it or goes idle, closed after
 // many busy periods that did not need it, and at exit.
 void detect_worker_start(worker *w);
 void detect_worker_exit(worker *w);
@@ -312,6 +313,9 @@ void detect_enable_self(worker *w);
 // items waiting behind it and no event yet): opens w's event on its
 // thread. Its token (for detect_enable), or 0 if it has none (sampled).
 uint64_t detect_open_for(worker *w, pid_t tid);
+// Context: the worker's own thread, no lock (takes D when its event is on).
+// Disables its event if it is on; returns whether it was.
+bool detect_quiet_self(worker *w);
 // Context: the worker going idle, no lock. Disables its event, or, after
 // many busy periods in a row that did not need it, closes it (takes D).
 void detect_disable_self(worker *w);

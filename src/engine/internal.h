@@ -319,6 +319,7 @@ struct worker {
 	std::atomic<bool> perf_failed{false}; // A: its event could not be opened (sampled instead)
 	bool detect_gone = false;        // D: detect_worker_exit ran; nothing opens an event for it any more
 	int event_unneeded = 0;          // K: busy periods in a row that did not enable its event
+	bool event_used = false;         // K: enabled in this busy period, and disabled at an item's start
 	std::atomic<bool> in_item{false}; // A: running its item's function (the worker stores it)
 	std::atomic<bool> marked{false};  // A: mirror of detected, for the monitor's look without L
 };

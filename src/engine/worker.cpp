@@ -227,8 +227,23 @@ static void process_one_work(worker *w, work_struct *work, deferred &d) REQUIRES
 	w->pool->lock.unlock();
 	d.run();
 	d.reset();
-	if (watched)
+	if (watched) {
 		detect_enable_self(w);
+	} else if (detect_quiet_self(w)) {
+		// Nothing waits behind this item, so its switches matter to no
+		// one: the event left on by an earlier item went off (a worker
+		// that never goes idle, such as one re-queuing its own item,
+		// would otherwise wake the monitor at every switch). An item
+		// queued since L was dropped may have found the event still
+		// on, and the monitor then left it alone: look once more.
+		bool behind;
+		{
+			lock_guard lk(pool->lock);
+			behind = !list_empty(&pool->worklist);
+		}
+		if (behind)
+			detect_enable_self(w);
+	}
 
 	if (widen) {
 		pin_self(pool->cpus);

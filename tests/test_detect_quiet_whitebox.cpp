@@ -1,0 +1,161 @@
+// test_detect_quiet_whitebox.cpp - a worker's context-switch event is on
+// only while items wait behind it (docs/design.md §3.3). An event left on
+// writes a record at every switch of its worker, and every record wakes the
+// monitor; a worker that never goes idle (its item queues itself again, as
+// cmwq::asio::reactor's runners do) would keep it on for good. So a worker
+// that starts an item with nothing waiting behind it turns its event off,
+// and an item queued behind it later has the monitor turn it on again.
+#include <cmwq/linux/workqueue.h>
+#include <cmwq/params.h>
+#include <cmwq/topology.hpp>
+#include <gtest/gtest.h>
+
+#include <time.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "engine/engine.h"
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+namespace d = cmwq::detail;
+
+namespace {
+
+void sleep_us(long us)
+{
+	timespec ts{0, us * 1000};
+	nanosleep(&ts, nullptr); // no hint: a block only the detector sees
+}
+
+// An item that sleeps 10 times 100 us (20 switches) and queues itself
+// again on its CPU, until told to stop.
+std::atomic<bool> s_stop{false};
+std::atomic<long> s_runs{0};
+std::atomic<int> s_cpu{0};
+void sleeper_fn(work_struct *w)
+{
+	for (int i = 0; i < 10; i++)
+		sleep_us(100);
+	s_runs.fetch_add(1, std::memory_order_relaxed);
+	if (!s_stop.load())
+		queue_work_on(s_cpu.load(), system_percpu_wq, w);
+}
+
+std::atomic<bool> q_ran{false};
+void behind_fn(work_struct *) { q_ran = true; }
+
+// Settings the tests change, put back as they were.
+struct settings {
+	saved_detector_params det;
+	std::string thresh = param("workqueue.cpu_intensive_thresh_us");
+	~settings() { cmwq_param_set("workqueue.cpu_intensive_thresh_us", thresh.c_str()); }
+	// Events only (sampling off: its passes would wake the monitor too,
+	// and would find blocks the events missed), no item a CPU hog.
+	bool events_only()
+	{
+		return cmwq_param_set("cmwq.block_detect", "perf") == 0 &&
+		       cmwq_param_set("cmwq.blocked_sample_us", "0") == 0 &&
+		       cmwq_param_set("workqueue.cpu_intensive_thresh_us", "60000000") == 0;
+	}
+};
+
+} // namespace
+
+// The sleeper starts with an item waiting behind it, so its worker's event
+// goes on and its first block lets that item start; from then on nothing
+// waits behind it. Each of its runs switches 20 times: with the event left
+// on, about that many monitor wakeups a run; with it off, about one (its
+// queueing behind itself arms the monitor once).
+TEST(detect_quiet, a_worker_with_nothing_behind_it_wakes_the_monitor_at_most_once_an_item)
+{
+	settings saved;
+	if (!saved.events_only())
+		GTEST_SKIP() << "context-switch events are not available here";
+	s_cpu = cmwq::current_topology().usable.back();
+	work_struct s, q;
+	INIT_WORK(&s, sleeper_fn);
+	INIT_WORK(&q, behind_fn);
+	ASSERT_TRUE(queue_work_on(s_cpu, system_percpu_wq, &s));
+	ASSERT_TRUE(queue_work_on(s_cpu, system_percpu_wq, &q));
+	ASSERT_TRUE(wait_until([] { return q_ran.load(); }, 20000ms)) << "the item behind the sleeper never started";
+	std::this_thread::sleep_for(100ms);
+
+	long runs0 = s_runs.load();
+	uint64_t woke0 = d::monitor_wakeups();
+	std::this_thread::sleep_for(500ms);
+	uint64_t woke = d::monitor_wakeups() - woke0;
+	long runs = s_runs.load() - runs0;
+	s_stop = true;
+	flush_work(&s);
+	flush_work(&s); // the last run may have queued it once more
+
+	RecordProperty("sleeper_runs", std::to_string(runs));
+	RecordProperty("monitor_wakeups", std::to_string(woke));
+	ASSERT_GE(runs, 10) << "the sleeper hardly ran";
+	// 3 a run, and the watchdog's and the arming's odd ones: the event
+	// left on gives about 20 a run (about 12 on a loaded 2-vCPU VM).
+	EXPECT_LE(woke, 3u * static_cast<uint64_t>(runs) + 20u)
+		<< "the monitor woke " << woke << " times for " << runs << " runs of an item with nothing behind it";
+}
+
+namespace {
+
+std::atomic<bool> a_started{false}, b_started{false}, give_up{false};
+std::atomic<int> ab_cpu{0};
+work_struct a_work, b_work;
+void lone_a_fn(work_struct *)
+{
+	a_started = true;
+	while (!b_started.load() && !give_up.load())
+		sleep_us(1000);
+}
+void lone_b_fn(work_struct *) { b_started = true; }
+
+// Blocks until the item behind it starts (its worker's event goes on), then
+// queues A behind itself: A starts on the same worker with nothing behind
+// it, so the event goes off.
+std::atomic<bool> p_released{false};
+void primer_fn(work_struct *)
+{
+	while (!p_released.load() && !give_up.load())
+		sleep_us(1000);
+	queue_work_on(ab_cpu.load(), system_percpu_wq, &a_work);
+}
+void release_fn(work_struct *) { p_released = true; }
+
+} // namespace
+
+// After its event went off at the start of a lone item, a worker that
+// blocks in it is still found once an item is queued behind it: the
+// monitor turns the event on again (sampling off: nothing else would find
+// it). An event marked on but left disabled would strand B.
+TEST(detect_quiet, an_item_queued_behind_a_worker_whose_event_went_off_is_not_stranded)
+{
+	settings saved;
+	if (!saved.events_only())
+		GTEST_SKIP() << "context-switch events are not available here";
+	ab_cpu = cmwq::current_topology().usable.back();
+	for (int round = 0; round < 3; round++) {
+		a_started = b_started = give_up = p_released = false;
+		work_struct p, r;
+		INIT_WORK(&p, primer_fn);
+		INIT_WORK(&r, release_fn);
+		INIT_WORK(&a_work, lone_a_fn);
+		INIT_WORK(&b_work, lone_b_fn);
+		ASSERT_TRUE(queue_work_on(ab_cpu, system_percpu_wq, &p));
+		ASSERT_TRUE(queue_work_on(ab_cpu, system_percpu_wq, &r));
+		ASSERT_TRUE(wait_until([] { return a_started.load(); }, 20000ms)) << "round " << round;
+		std::this_thread::sleep_for(20ms); // A asleep, its event off
+		ASSERT_TRUE(queue_work_on(ab_cpu, system_percpu_wq, &b_work));
+		EXPECT_TRUE(wait_until([] { return b_started.load(); }, 20000ms))
+			<< "round " << round << ": B waited behind a blocked A";
+		give_up = true;
+		flush_work(&p);
+		flush_work(&a_work);
+		flush_work(&b_work);
+	}
+}
