@@ -123,20 +123,29 @@ TEST(asio_continuation, continuations_past_the_items_share_are_queued_and_each_r
 	EXPECT_LT(items, 300u) << "the continuations did not run in the item that deferred them";
 }
 
-// Short continuations: many run in the one item that deferred them.
+// Short continuations: many run in the one item that deferred them. The
+// item's share is wall-clock time, so a handler preempted for a millisecond
+// on a loaded machine spends it and the rest of its links are queued as
+// items (121 of 200 once, with two busy loops on a 2-vCPU VM): up to five
+// tries, one of which must run most links in its item. Queued one by one,
+// every try takes 201 items.
 TEST(asio_continuation, short_continuations_run_in_the_deferring_item)
 {
 	cmwq::workqueue wq("asio_cont_short", WQ_UNBOUND);
 	cmwq::asio::executor ex(wq);
-	std::atomic<int> runs{0};
-	uint64_t before = items_started(wq);
-	net::post(ex, [&] {
-		for (int i = 0; i < 200; i++)
-			net::defer(ex, [&runs] { runs++; });
-	});
-	ex.join();
-	EXPECT_EQ(runs.load(), 200);
-	EXPECT_LT(items_started(wq) - before, 100u) << "short continuations were queued one by one";
+	uint64_t fewest = UINT64_MAX;
+	for (int t = 0; t < 5 && fewest >= 100; t++) {
+		std::atomic<int> runs{0};
+		uint64_t before = items_started(wq);
+		net::post(ex, [&] {
+			for (int i = 0; i < 200; i++)
+				net::defer(ex, [&runs] { runs++; });
+		});
+		ex.join();
+		EXPECT_EQ(runs.load(), 200);
+		fewest = std::min(fewest, items_started(wq) - before);
+	}
+	EXPECT_LT(fewest, 100u) << "short continuations were queued one by one";
 }
 
 // The links of a chain of the item's own executor are covered by its count
