@@ -4,6 +4,7 @@
 // completions run where epoll saw them). Part of test_asio and
 // test_asio_standalone.
 #include <cmwq/asio_reactor.hpp>
+#include <cmwq/params.h>
 #include <cmwq/stats.h>
 #include <cmwq/workqueue.hpp>
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/post.hpp>
 #include <asio/read.hpp>
+#include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
 #include <asio/write.hpp>
 namespace net = ::asio;
@@ -22,6 +24,7 @@ using net_error = ::asio::error_code;
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 namespace net = boost::asio;
@@ -33,6 +36,7 @@ using net_error = boost::system::error_code;
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -326,6 +330,77 @@ TEST(asio_reactor, posted_handlers_run_and_a_flush_returns_while_it_runs)
 	auto t0 = std::chrono::steady_clock::now();
 	wq.flush(); // the runners give their items back at least every 50 ms
 	EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+}
+
+namespace {
+// Polls f every millisecond for up to 20 s (a loaded machine's bound).
+template <class F>
+bool wait_for(F f)
+{
+	auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+	while (!f()) {
+		if (std::chrono::steady_clock::now() > end)
+			return false;
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	}
+	return true;
+}
+
+std::atomic<bool> behind_ran{false};
+void behind_fn(work_struct *) { behind_ran = true; }
+
+// Settings a test changes, put back as they were.
+struct saved_param {
+	const char *name;
+	std::string value;
+	explicit saved_param(const char *n) : name(n)
+	{
+		char buf[64] = "";
+		cmwq_param_get(n, buf, sizeof buf);
+		value = buf;
+	}
+	~saved_param() { cmwq_param_set(name, value.c_str()); }
+};
+} // namespace
+
+// A runner kept busy gives its worker back every 2 ms or so (or 256
+// handlers): an item queued behind it on its CPU runs while the reactor
+// stays busy. With the block detector off and no item a CPU hog, nothing
+// else would let that item run before the reactor went quiet.
+TEST(asio_reactor, a_busy_runner_gives_its_worker_back_to_the_items_behind_it)
+{
+	saved_param detect("cmwq.block_detect"), hog("workqueue.cpu_intensive_thresh_us");
+	ASSERT_EQ(cmwq_param_set("cmwq.block_detect", "off"), 0);
+	ASSERT_EQ(cmwq_param_set("workqueue.cpu_intensive_thresh_us", "60000000"), 0);
+	cmwq::workqueue wq("asio_reactor_busy", WQ_PERCPU);
+	std::atomic<bool> stop{false};
+	std::atomic<long> fired{0};
+	behind_ran = false;
+	{
+		cmwq::asio::reactor rx(wq, 1); // one runner, on CPU 0
+		auto timer = std::make_unique<net::steady_timer>(rx.get_executor());
+		// A timer that has always expired, waited on again by its own
+		// handler: the runner never waits in epoll for long.
+		std::function<void()> arm = [&] {
+			timer->expires_at(net::steady_timer::time_point{});
+			timer->async_wait([&](net_error) {
+				fired++;
+				if (!stop.load())
+					arm();
+			});
+		};
+		arm();
+		ASSERT_TRUE(wait_for([&] { return fired.load() >= 1000; })) << "the timer's handler hardly ran";
+		work_struct behind;
+		INIT_WORK(&behind, behind_fn);
+		ASSERT_TRUE(queue_work_on(0, wq.native(), &behind));
+		EXPECT_TRUE(wait_for([] { return behind_ran.load(); })) << "the item behind the busy runner never ran";
+		long at = fired.load();
+		EXPECT_TRUE(wait_for([&] { return fired.load() >= at + 1000; })) << "the reactor went quiet";
+		stop = true;
+		rx.join();
+		timer.reset();
+	}
 }
 
 // Destroying the reactor with a read pending destroys its handler without
