@@ -4,7 +4,9 @@
 // monitor; a worker that never goes idle (its item queues itself again, as
 // cmwq::asio::reactor's runners do) would keep it on for good. So a worker
 // that starts an item with nothing waiting behind it turns its event off,
-// and an item queued behind it later has the monitor turn it on again.
+// and an item queued behind it later has the monitor turn it on again; one
+// queued while the event goes off has the worker turn it on again itself
+// (a hook in the engine holds the worker in that window).
 #include <cmwq/linux/workqueue.h>
 #include <cmwq/params.h>
 #include <cmwq/topology.hpp>
@@ -158,4 +160,99 @@ TEST(detect_quiet, an_item_queued_behind_a_worker_whose_event_went_off_is_not_st
 		flush_work(&a_work);
 		flush_work(&b_work);
 	}
+}
+
+namespace {
+
+// The window between an item's start (nothing behind it, under L) and its
+// worker's disable (after L): the hook holds the worker there while the
+// test queues B behind A and the monitor looks at the pool.
+std::atomic<bool> w_armed{false}, w_entered{false}, w_go{false};
+work_struct w_a, w_b;
+std::atomic<bool> w_a_started{false}, w_b_started{false}, w_give_up{false}, w_p_released{false};
+std::atomic<int> w_cpu{0};
+
+void hold_in_window(d::worker *w)
+{
+	if (w->current_work != &w_a || !w_armed.exchange(false))
+		return;
+	w_entered = true;
+	for (int i = 0; i < 5000 && !w_go.load(); i++)
+		sleep_us(1000);
+}
+
+void window_a_fn(work_struct *)
+{
+	w_a_started = true;
+	while (!w_b_started.load() && !w_give_up.load())
+		sleep_us(1000);
+}
+void window_b_fn(work_struct *) { w_b_started = true; }
+
+// Blocks (its event on: R waited behind it at its start) until released,
+// then spins for 5 ms, so that the monitor has counted it running again
+// (no idle worker is woken for A), and queues A behind itself.
+void window_p_fn(work_struct *)
+{
+	while (!w_p_released.load() && !w_give_up.load())
+		sleep_us(1000);
+	auto end = std::chrono::steady_clock::now() + 5ms;
+	while (std::chrono::steady_clock::now() < end) {
+	}
+	queue_work_on(w_cpu.load(), system_percpu_wq, &w_a);
+}
+void nothing_fn(work_struct *) {}
+
+} // namespace
+
+// B is queued behind A after A's worker decided to turn its event off and
+// before it did: the monitor's look finds the event still on and does
+// nothing, so the worker must look at the worklist again after its disable
+// and turn the event back on, or A's block strands B (sampling off). A
+// round where A went to another worker (the hook never ran) tells nothing
+// and is tried again.
+TEST(detect_quiet, an_item_queued_while_the_event_goes_off_is_not_stranded)
+{
+	settings saved;
+	if (!saved.events_only())
+		GTEST_SKIP() << "context-switch events are not available here";
+	w_cpu = cmwq::current_topology().usable.back();
+	d::detect_quiet_hook.store(hold_in_window);
+	int conclusive = 0;
+	bool stranded = false;
+	for (int round = 0; round < 10 && conclusive < 2 && !stranded; round++) {
+		w_armed = w_entered = w_go = false;
+		w_a_started = w_b_started = w_give_up = w_p_released = false;
+		work_struct p, r;
+		INIT_WORK(&p, window_p_fn);
+		INIT_WORK(&r, nothing_fn);
+		INIT_WORK(&w_a, window_a_fn);
+		INIT_WORK(&w_b, window_b_fn);
+		ASSERT_TRUE(queue_work_on(w_cpu, system_percpu_wq, &p));
+		ASSERT_TRUE(queue_work_on(w_cpu, system_percpu_wq, &r)); // behind P: its event goes on
+		ASSERT_TRUE(wait_until([&] { return work_busy(&r) == 0; }, 20000ms)) << "R waited behind a blocked P";
+		std::this_thread::sleep_for(20ms);
+		w_armed = true;
+		w_p_released = true;
+		ASSERT_TRUE(wait_until([] { return w_entered.load() || w_a_started.load(); }, 20000ms));
+		if (w_entered.load()) {
+			conclusive++;
+			uint64_t woke = d::monitor_wakeups();
+			ASSERT_TRUE(queue_work_on(w_cpu, system_percpu_wq, &w_b));
+			// The monitor's look at the pool B's queueing asked for.
+			wait_until([&] { return d::monitor_wakeups() != woke; }, 2000ms);
+			std::this_thread::sleep_for(20ms);
+			w_go = true;
+			EXPECT_TRUE(wait_until([] { return w_b_started.load(); }, 20000ms))
+				<< "round " << round << ": B waited behind a blocked A";
+			stranded = !w_b_started.load();
+		}
+		w_give_up = true;
+		w_go = true;
+		flush_work(&p);
+		flush_work(&w_a);
+		flush_work(&w_b);
+	}
+	d::detect_quiet_hook.store(nullptr);
+	EXPECT_GE(conclusive, 1) << "A never started on P's worker";
 }

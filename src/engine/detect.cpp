@@ -385,6 +385,8 @@ bool detect_quiet_self(worker *w)
 {
 	if (!w->perf_on.load(std::memory_order_relaxed))
 		return false;
+	if (auto hook = detect_quiet_hook.load(std::memory_order_relaxed)) [[unlikely]]
+		hook(w);
 	// Under D, as detect_enable: the monitor may be enabling this event
 	// for the item that just ended. Unlocked, its exchange and ioctl could
 	// fall between this exchange and this ioctl, leaving perf_on set on a
@@ -419,6 +421,8 @@ void detect_disable_self(worker *w)
 	if (w->perf_fd.load(std::memory_order_relaxed) >= 0 && !w->perf_on.load(std::memory_order_relaxed))
 		release_slot_locked(w);
 }
+
+std::atomic<void (*)(worker *)> detect_quiet_hook{nullptr};
 
 uint64_t detect_open_for(worker *w, pid_t tid)
 {

@@ -316,6 +316,8 @@ uint64_t detect_open_for(worker *w, pid_t tid);
 // Context: the worker's own thread, no lock (takes D when its event is on).
 // Disables its event if it is on; returns whether it was.
 bool detect_quiet_self(worker *w);
+// Tests: called by a worker whose event is on, just before it turns it off.
+extern std::atomic<void (*)(worker *)> detect_quiet_hook;
 // Context: the worker going idle, no lock. Disables its event, or, after
 // many busy periods in a row that did not need it, closes it (takes D).
 void detect_disable_self(worker *w);
