@@ -27,6 +27,8 @@ namespace d = cmwq::detail;
 
 namespace {
 
+std::atomic<int> q_cpu{0};
+
 void sleep_us(long us)
 {
 	timespec ts{0, us * 1000};
@@ -37,14 +39,13 @@ void sleep_us(long us)
 // again on its CPU, until told to stop.
 std::atomic<bool> s_stop{false};
 std::atomic<long> s_runs{0};
-std::atomic<int> s_cpu{0};
 void sleeper_fn(work_struct *w)
 {
 	for (int i = 0; i < 10; i++)
 		sleep_us(100);
 	s_runs.fetch_add(1, std::memory_order_relaxed);
 	if (!s_stop.load())
-		queue_work_on(s_cpu.load(), system_percpu_wq, w);
+		queue_work_on(q_cpu.load(), system_percpu_wq, w);
 }
 
 std::atomic<bool> q_ran{false};
@@ -65,6 +66,18 @@ struct settings {
 	}
 };
 
+// The tests' fixture: events only, and the CPU their items run on (q_cpu).
+class detect_quiet : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		if (!saved_.events_only())
+			GTEST_SKIP() << "context-switch events are not available here";
+		q_cpu = cmwq::current_topology().usable.back();
+	}
+	settings saved_;
+};
+
 } // namespace
 
 // The sleeper starts with an item waiting behind it, so its worker's event
@@ -72,17 +85,13 @@ struct settings {
 // waits behind it. Each of its runs switches 20 times: with the event left
 // on, about that many monitor wakeups a run; with it off, about one (its
 // queueing behind itself arms the monitor once).
-TEST(detect_quiet, a_worker_with_nothing_behind_it_wakes_the_monitor_at_most_once_an_item)
+TEST_F(detect_quiet, a_worker_with_nothing_behind_it_wakes_the_monitor_at_most_once_an_item)
 {
-	settings saved;
-	if (!saved.events_only())
-		GTEST_SKIP() << "context-switch events are not available here";
-	s_cpu = cmwq::current_topology().usable.back();
 	work_struct s, q;
 	INIT_WORK(&s, sleeper_fn);
 	INIT_WORK(&q, behind_fn);
-	ASSERT_TRUE(queue_work_on(s_cpu, system_percpu_wq, &s));
-	ASSERT_TRUE(queue_work_on(s_cpu, system_percpu_wq, &q));
+	ASSERT_TRUE(queue_work_on(q_cpu, system_percpu_wq, &s));
+	ASSERT_TRUE(queue_work_on(q_cpu, system_percpu_wq, &q));
 	ASSERT_TRUE(wait_until([] { return q_ran.load(); }, 20000ms)) << "the item behind the sleeper never started";
 	std::this_thread::sleep_for(100ms);
 
@@ -106,28 +115,56 @@ TEST(detect_quiet, a_worker_with_nothing_behind_it_wakes_the_monitor_at_most_onc
 
 namespace {
 
-std::atomic<bool> a_started{false}, b_started{false}, give_up{false};
-std::atomic<int> ab_cpu{0};
+// The scenario of the two tests below. P blocks (its event on: R waited
+// behind it at its start) until released, then spins for 5 ms, so that the
+// monitor has counted it running again (no idle worker is woken for A),
+// and queues A behind itself: A starts on P's worker with nothing behind
+// it, and the event goes off. A blocks until B starts.
+std::atomic<bool> a_started{false}, b_started{false}, give_up{false}, p_released{false};
 work_struct a_work, b_work;
-void lone_a_fn(work_struct *)
+void a_fn(work_struct *)
 {
 	a_started = true;
 	while (!b_started.load() && !give_up.load())
 		sleep_us(1000);
 }
-void lone_b_fn(work_struct *) { b_started = true; }
-
-// Blocks until the item behind it starts (its worker's event goes on), then
-// queues A behind itself: A starts on the same worker with nothing behind
-// it, so the event goes off.
-std::atomic<bool> p_released{false};
-void primer_fn(work_struct *)
+void b_fn(work_struct *) { b_started = true; }
+void p_fn(work_struct *)
 {
 	while (!p_released.load() && !give_up.load())
 		sleep_us(1000);
-	queue_work_on(ab_cpu.load(), system_percpu_wq, &a_work);
+	auto end = std::chrono::steady_clock::now() + 5ms;
+	while (std::chrono::steady_clock::now() < end) {
+	}
+	queue_work_on(q_cpu.load(), system_percpu_wq, &a_work);
 }
-void release_fn(work_struct *) { p_released = true; }
+void nothing_fn(work_struct *) {}
+
+struct scenario {
+	work_struct p, r;
+	// Queues P with R behind it and releases P once R ran: A is on its
+	// way. Then after(), and give_up() at the end.
+	void start()
+	{
+		a_started = b_started = give_up = p_released = false;
+		INIT_WORK(&p, p_fn);
+		INIT_WORK(&r, nothing_fn);
+		INIT_WORK(&a_work, a_fn);
+		INIT_WORK(&b_work, b_fn);
+		ASSERT_TRUE(queue_work_on(q_cpu, system_percpu_wq, &p));
+		ASSERT_TRUE(queue_work_on(q_cpu, system_percpu_wq, &r)); // behind P: its event goes on
+		ASSERT_TRUE(wait_until([&] { return work_busy(&r) == 0; }, 20000ms)) << "R waited behind a blocked P";
+		std::this_thread::sleep_for(20ms);
+		p_released = true;
+	}
+	void end()
+	{
+		give_up = true;
+		flush_work(&p);
+		flush_work(&a_work);
+		flush_work(&b_work);
+	}
+};
 
 } // namespace
 
@@ -135,73 +172,36 @@ void release_fn(work_struct *) { p_released = true; }
 // blocks in it is still found once an item is queued behind it: the
 // monitor turns the event on again (sampling off: nothing else would find
 // it). An event marked on but left disabled would strand B.
-TEST(detect_quiet, an_item_queued_behind_a_worker_whose_event_went_off_is_not_stranded)
+TEST_F(detect_quiet, an_item_queued_behind_a_worker_whose_event_went_off_is_not_stranded)
 {
-	settings saved;
-	if (!saved.events_only())
-		GTEST_SKIP() << "context-switch events are not available here";
-	ab_cpu = cmwq::current_topology().usable.back();
-	for (int round = 0; round < 3; round++) {
-		a_started = b_started = give_up = p_released = false;
-		work_struct p, r;
-		INIT_WORK(&p, primer_fn);
-		INIT_WORK(&r, release_fn);
-		INIT_WORK(&a_work, lone_a_fn);
-		INIT_WORK(&b_work, lone_b_fn);
-		ASSERT_TRUE(queue_work_on(ab_cpu, system_percpu_wq, &p));
-		ASSERT_TRUE(queue_work_on(ab_cpu, system_percpu_wq, &r));
-		ASSERT_TRUE(wait_until([] { return a_started.load(); }, 20000ms)) << "round " << round;
+	for (int n = 0; n < 3; n++) {
+		scenario rd;
+		ASSERT_NO_FATAL_FAILURE(rd.start());
+		ASSERT_TRUE(wait_until([] { return a_started.load(); }, 20000ms)) << "round " << n;
 		std::this_thread::sleep_for(20ms); // A asleep, its event off
-		ASSERT_TRUE(queue_work_on(ab_cpu, system_percpu_wq, &b_work));
+		ASSERT_TRUE(queue_work_on(q_cpu, system_percpu_wq, &b_work));
 		EXPECT_TRUE(wait_until([] { return b_started.load(); }, 20000ms))
-			<< "round " << round << ": B waited behind a blocked A";
-		give_up = true;
-		flush_work(&p);
-		flush_work(&a_work);
-		flush_work(&b_work);
+			<< "round " << n << ": B waited behind a blocked A";
+		rd.end();
+		if (!b_started.load())
+			break;
 	}
 }
 
 namespace {
 
-// The window between an item's start (nothing behind it, under L) and its
+// The window between A's start (nothing behind it, under L) and its
 // worker's disable (after L): the hook holds the worker there while the
 // test queues B behind A and the monitor looks at the pool.
 std::atomic<bool> w_armed{false}, w_entered{false}, w_go{false};
-work_struct w_a, w_b;
-std::atomic<bool> w_a_started{false}, w_b_started{false}, w_give_up{false}, w_p_released{false};
-std::atomic<int> w_cpu{0};
-
 void hold_in_window(d::worker *w)
 {
-	if (w->current_work != &w_a || !w_armed.exchange(false))
+	if (w->current_work != &a_work || !w_armed.exchange(false))
 		return;
 	w_entered = true;
 	for (int i = 0; i < 5000 && !w_go.load(); i++)
 		sleep_us(1000);
 }
-
-void window_a_fn(work_struct *)
-{
-	w_a_started = true;
-	while (!w_b_started.load() && !w_give_up.load())
-		sleep_us(1000);
-}
-void window_b_fn(work_struct *) { w_b_started = true; }
-
-// Blocks (its event on: R waited behind it at its start) until released,
-// then spins for 5 ms, so that the monitor has counted it running again
-// (no idle worker is woken for A), and queues A behind itself.
-void window_p_fn(work_struct *)
-{
-	while (!w_p_released.load() && !w_give_up.load())
-		sleep_us(1000);
-	auto end = std::chrono::steady_clock::now() + 5ms;
-	while (std::chrono::steady_clock::now() < end) {
-	}
-	queue_work_on(w_cpu.load(), system_percpu_wq, &w_a);
-}
-void nothing_fn(work_struct *) {}
 
 } // namespace
 
@@ -211,47 +211,31 @@ void nothing_fn(work_struct *) {}
 // and turn the event back on, or A's block strands B (sampling off). A
 // round where A went to another worker (the hook never ran) tells nothing
 // and is tried again.
-TEST(detect_quiet, an_item_queued_while_the_event_goes_off_is_not_stranded)
+TEST_F(detect_quiet, an_item_queued_while_the_event_goes_off_is_not_stranded)
 {
-	settings saved;
-	if (!saved.events_only())
-		GTEST_SKIP() << "context-switch events are not available here";
-	w_cpu = cmwq::current_topology().usable.back();
 	d::detect_quiet_hook.store(hold_in_window);
 	int conclusive = 0;
 	bool stranded = false;
-	for (int round = 0; round < 10 && conclusive < 2 && !stranded; round++) {
-		w_armed = w_entered = w_go = false;
-		w_a_started = w_b_started = w_give_up = w_p_released = false;
-		work_struct p, r;
-		INIT_WORK(&p, window_p_fn);
-		INIT_WORK(&r, nothing_fn);
-		INIT_WORK(&w_a, window_a_fn);
-		INIT_WORK(&w_b, window_b_fn);
-		ASSERT_TRUE(queue_work_on(w_cpu, system_percpu_wq, &p));
-		ASSERT_TRUE(queue_work_on(w_cpu, system_percpu_wq, &r)); // behind P: its event goes on
-		ASSERT_TRUE(wait_until([&] { return work_busy(&r) == 0; }, 20000ms)) << "R waited behind a blocked P";
-		std::this_thread::sleep_for(20ms);
+	for (int n = 0; n < 10 && conclusive < 2 && !stranded; n++) {
+		w_entered = w_go = false;
 		w_armed = true;
-		w_p_released = true;
-		ASSERT_TRUE(wait_until([] { return w_entered.load() || w_a_started.load(); }, 20000ms));
+		scenario rd;
+		ASSERT_NO_FATAL_FAILURE(rd.start());
+		ASSERT_TRUE(wait_until([] { return w_entered.load() || a_started.load(); }, 20000ms));
 		if (w_entered.load()) {
 			conclusive++;
 			uint64_t woke = d::monitor_wakeups();
-			ASSERT_TRUE(queue_work_on(w_cpu, system_percpu_wq, &w_b));
+			ASSERT_TRUE(queue_work_on(q_cpu, system_percpu_wq, &b_work));
 			// The monitor's look at the pool B's queueing asked for.
 			wait_until([&] { return d::monitor_wakeups() != woke; }, 2000ms);
 			std::this_thread::sleep_for(20ms);
 			w_go = true;
-			EXPECT_TRUE(wait_until([] { return w_b_started.load(); }, 20000ms))
-				<< "round " << round << ": B waited behind a blocked A";
-			stranded = !w_b_started.load();
+			EXPECT_TRUE(wait_until([] { return b_started.load(); }, 20000ms))
+				<< "round " << n << ": B waited behind a blocked A";
+			stranded = !b_started.load();
 		}
-		w_give_up = true;
 		w_go = true;
-		flush_work(&p);
-		flush_work(&w_a);
-		flush_work(&w_b);
+		rd.end();
 	}
 	d::detect_quiet_hook.store(nullptr);
 	EXPECT_GE(conclusive, 1) << "A never started on P's worker";
