@@ -372,35 +372,40 @@ TEST(asio_reactor, a_busy_runner_gives_its_worker_back_to_the_items_behind_it)
 	saved_param detect("cmwq.block_detect"), hog("workqueue.cpu_intensive_thresh_us");
 	ASSERT_EQ(cmwq_param_set("cmwq.block_detect", "off"), 0);
 	ASSERT_EQ(cmwq_param_set("workqueue.cpu_intensive_thresh_us", "60000000"), 0);
+	work_struct behind; // outlives the workqueue, which runs it if the test failed
+	INIT_WORK(&behind, behind_fn);
+	behind_ran = false;
 	cmwq::workqueue wq("asio_reactor_busy", WQ_PERCPU);
 	std::atomic<bool> stop{false};
 	std::atomic<long> fired{0};
-	behind_ran = false;
-	{
-		cmwq::asio::reactor rx(wq, 1); // one runner, on CPU 0
-		auto timer = std::make_unique<net::steady_timer>(rx.get_executor());
-		// A timer that has always expired, waited on again by its own
-		// handler: the runner never waits in epoll for long.
-		std::function<void()> arm = [&] {
-			timer->expires_at(net::steady_timer::time_point{});
-			timer->async_wait([&](net_error) {
-				fired++;
-				if (!stop.load())
-					arm();
-			});
-		};
-		arm();
-		ASSERT_TRUE(wait_for([&] { return fired.load() >= 1000; })) << "the timer's handler hardly ran";
-		work_struct behind;
-		INIT_WORK(&behind, behind_fn);
-		ASSERT_TRUE(queue_work_on(0, wq.native(), &behind));
-		EXPECT_TRUE(wait_for([] { return behind_ran.load(); })) << "the item behind the busy runner never ran";
-		long at = fired.load();
-		EXPECT_TRUE(wait_for([&] { return fired.load() >= at + 1000; })) << "the reactor went quiet";
-		stop = true;
-		rx.join();
-		timer.reset();
-	}
+	cmwq::asio::reactor rx(wq, 1); // one runner, on CPU 0
+	net::steady_timer timer(rx.get_executor());
+	// A timer that has always expired, waited on again by its own handler:
+	// the runner never waits in epoll for long.
+	std::function<void()> arm = [&] {
+		timer.expires_at(net::steady_timer::time_point{});
+		timer.async_wait([&](net_error) {
+			fired++;
+			if (!stop.load())
+				arm();
+		});
+	};
+	// Ends the chain before arm and the timer go, on every way out.
+	struct ender {
+		std::atomic<bool> &stop;
+		cmwq::asio::reactor &rx;
+		~ender()
+		{
+			stop = true;
+			rx.join();
+		}
+	} end{stop, rx};
+	arm();
+	ASSERT_TRUE(wait_for([&] { return fired.load() >= 1000; })) << "the timer's handler hardly ran";
+	ASSERT_TRUE(queue_work_on(0, wq.native(), &behind));
+	EXPECT_TRUE(wait_for([] { return behind_ran.load(); })) << "the item behind the busy runner never ran";
+	long at = fired.load();
+	EXPECT_TRUE(wait_for([&] { return fired.load() >= at + 1000; })) << "the reactor went quiet";
 }
 
 // Destroying the reactor with a read pending destroys its handler without
