@@ -9,6 +9,8 @@
 #include <cmwq/workqueue.hpp>
 #include <gtest/gtest.h>
 
+#include "test_util.hpp"
+
 #ifdef CMWQ_ASIO_STANDALONE
 #include <asio/defer.hpp>
 #include <asio/ip/tcp.hpp>
@@ -333,19 +335,6 @@ TEST(asio_reactor, posted_handlers_run_and_a_flush_returns_while_it_runs)
 }
 
 namespace {
-// Polls f every millisecond for up to 20 s (a loaded machine's bound).
-template <class F>
-bool wait_for(F f)
-{
-	auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-	while (!f()) {
-		if (std::chrono::steady_clock::now() > end)
-			return false;
-		std::this_thread::sleep_for(std::chrono::milliseconds(1));
-	}
-	return true;
-}
-
 std::atomic<bool> behind_ran{false};
 void behind_fn(work_struct *) { behind_ran = true; }
 
@@ -353,12 +342,7 @@ void behind_fn(work_struct *) { behind_ran = true; }
 struct saved_param {
 	const char *name;
 	std::string value;
-	explicit saved_param(const char *n) : name(n)
-	{
-		char buf[64] = "";
-		cmwq_param_get(n, buf, sizeof buf);
-		value = buf;
-	}
+	explicit saved_param(const char *n) : name(n), value(param(n)) {}
 	~saved_param() { cmwq_param_set(name, value.c_str()); }
 };
 } // namespace
@@ -401,11 +385,11 @@ TEST(asio_reactor, a_busy_runner_gives_its_worker_back_to_the_items_behind_it)
 		}
 	} end{stop, rx};
 	arm();
-	ASSERT_TRUE(wait_for([&] { return fired.load() >= 1000; })) << "the timer's handler hardly ran";
+	ASSERT_TRUE(wait_until([&] { return fired.load() >= 1000; }, std::chrono::seconds(20))) << "the timer's handler hardly ran";
 	ASSERT_TRUE(queue_work_on(0, wq.native(), &behind));
-	EXPECT_TRUE(wait_for([] { return behind_ran.load(); })) << "the item behind the busy runner never ran";
+	EXPECT_TRUE(wait_until([] { return behind_ran.load(); }, std::chrono::seconds(20))) << "the item behind the busy runner never ran";
 	long at = fired.load();
-	EXPECT_TRUE(wait_for([&] { return fired.load() >= at + 1000; })) << "the reactor went quiet";
+	EXPECT_TRUE(wait_until([&] { return fired.load() >= at + 1000; }, std::chrono::seconds(20))) << "the reactor went quiet";
 }
 
 // Destroying the reactor with a read pending destroys its handler without
